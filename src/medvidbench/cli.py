@@ -1,0 +1,112 @@
+"""The ``medvidbench`` command line: thin adapters over the library.
+
+Each command parses its options, calls one library function and renders the result. User
+mistakes end with a one-line message and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from medvidbench import __version__
+from medvidbench.errors import MedVidBenchError
+
+app = typer.Typer(
+    name="medvidbench",
+    help="Evaluate medical video-language models on MedVidBench, and run its leaderboard.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(func: F) -> F:
+    """Turn our own errors into a message and an exit code instead of a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MedVidBenchError as exc:
+            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"medvidbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
+
+
+@app.command()
+@friendly
+def synth(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder to write the files into.")],
+    samples: Annotated[int, typer.Option(min=11, help="Number of test samples.")] = 6245,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same files.")] = 0,
+) -> None:
+    """Write a synthetic MedVidBench test set and predictions of model archetypes.
+
+    Writes OUT_DIR/ground_truth.json and OUT_DIR/predictions_<archetype>.json for the
+    archetypes perfect, strong, weak, format-noisy, garbage, shuffled and partial.
+    """
+    from medvidbench.synth import write_synthetic
+
+    written = write_synthetic(out_dir, samples, seed)
+    for name, path in written.items():
+        print(f"{name:>13}  {path}")
+
+
+@app.command()
+@friendly
+def validate(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    require_complete: Annotated[
+        bool, typer.Option(help="Exit non-zero for a partial submission too.")
+    ] = False,
+) -> None:
+    """Check a prediction file the way the leaderboard server does, offline.
+
+    Exit code 0: valid (or partial: some tasks left out, reported as missing); 2: invalid.
+    """
+    from medvidbench.groundtruth import load_ground_truth
+    from medvidbench.matching import validate_submission
+    from medvidbench.terminal import print_validation
+
+    gt = load_ground_truth(ground_truth)
+    report = validate_submission(predictions, gt).report
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        print_validation(report, Console())
+    if not report.ok or (require_complete and not report.complete):
+        raise typer.Exit(2)
+
+
+def main() -> None:
+    """Entry point of the ``medvidbench`` command."""
+    app()

@@ -1,0 +1,133 @@
+"""One exception hierarchy for the whole package.
+
+Every error knows the HTTP status a web layer should answer with and the exit code a CLI should
+end with, and carries a message written for the person who caused it: what was expected, what
+arrived, and where. User mistakes never surface as tracebacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class MedVidBenchError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    http_status: int = 500
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as a JSON-serialisable object (the API's error shape)."""
+        return {"error": type(self).__name__, "message": self.message}
+
+
+class UsageError(MedVidBenchError):
+    """The caller asked for something that cannot be done (bad option, missing file)."""
+
+    http_status = 400
+    exit_code = 2
+
+
+class ModelUnavailableError(MedVidBenchError):
+    """A model file the evaluator needs is not installed or is corrupt."""
+
+    http_status = 503
+    exit_code = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an uploaded or reference file.
+
+    Attributes:
+        code: A stable machine-readable identifier, such as ``missing-field``.
+        message: The human-readable sentence, including the location.
+        record: Zero-based record number in the file, when the problem belongs to one record.
+        sample_id: The record's sample id, when known.
+    """
+
+    code: str
+    message: str
+    record: int | None = None
+    sample_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "record": self.record,
+            "id": self.sample_id,
+        }
+
+
+@dataclass(slots=True)
+class ProblemList:
+    """An ordered, size-capped collection of problems with exact per-code totals.
+
+    A garbage file of half a million records would otherwise produce half a million messages;
+    we keep the first ``keep_per_code`` of each kind and count the rest.
+    """
+
+    keep_per_code: int = 50
+    items: list[Problem] = field(default_factory=list)
+    totals: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+
+    def add(self, problem: Problem) -> None:
+        seen = self.totals.get(problem.code, 0)
+        self.totals[problem.code] = seen + 1
+        self.count += 1
+        if seen < self.keep_per_code:
+            self.items.append(problem)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def omitted(self) -> int:
+        """How many problems were counted but not kept."""
+        return len(self) - len(self.items)
+
+
+class InvalidFileError(MedVidBenchError):
+    """A file could not be used; carries every problem found, not just the first."""
+
+    http_status = 422
+    exit_code = 2
+    what = "file"
+
+    def __init__(self, problems: ProblemList, source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        where = f" {source!r}" if source else ""
+        first = problems.items[0].message if problems.items else "unknown problem"
+        more = len(problems) - 1
+        tail = f" (and {more} more problem{'s' if more != 1 else ''})" if more > 0 else ""
+        super().__init__(f"invalid {self.what}{where}: {first}{tail}")
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["problems"] = [p.to_dict() for p in self.problems.items]
+        body["problem_totals"] = dict(self.problems.totals)
+        return body
+
+
+class InvalidSubmissionError(InvalidFileError):
+    """An uploaded prediction file is unusable (the submitter's mistake)."""
+
+    what = "submission"
+
+
+class InvalidGroundTruthError(InvalidFileError):
+    """A ground-truth file is unusable (the operator's mistake, never guessed around)."""
+
+    http_status = 500
+    exit_code = 2
+    what = "ground truth"

@@ -1,0 +1,126 @@
+"""The command line as a user runs it: help everywhere, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from medvidbench import __version__
+from medvidbench.cli import app
+
+runner = CliRunner()
+
+
+def commands() -> list[str]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return sorted(group.commands)  # type: ignore[attr-defined]
+
+
+def test_every_command_has_help() -> None:
+    assert {"synth", "validate"} <= set(commands())
+    for name in commands():
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Usage" in result.output
+
+
+def test_python_dash_m_and_version() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "medvidbench", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == f"medvidbench {__version__}"
+
+
+def test_synth_then_validate(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["synth", "--samples", "150", "--seed", "4", "--out-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == sorted(
+        ["ground_truth.json"]
+        + [
+            f"predictions_{a}.json"
+            for a in ("perfect", "strong", "weak", "format-noisy", "garbage", "shuffled", "partial")
+        ]
+    )
+    gt = str(tmp_path / "ground_truth.json")
+    ok = runner.invoke(
+        app, ["validate", str(tmp_path / "predictions_shuffled.json"), "--ground-truth", gt]
+    )
+    assert ok.exit_code == 0
+    assert "verdict: valid" in ok.output
+    partial = runner.invoke(
+        app,
+        ["validate", str(tmp_path / "predictions_partial.json"), "--ground-truth", gt, "--json"],
+    )
+    assert partial.exit_code == 0
+    report = json.loads(partial.output)
+    assert report["verdict"] == "partial"
+    assert report["missing_tasks"] == ["video_summary", "region_caption", "skill_assessment"]
+    strict = runner.invoke(
+        app,
+        [
+            "validate",
+            str(tmp_path / "predictions_partial.json"),
+            "--ground-truth",
+            gt,
+            "--require-complete",
+        ],
+    )
+    assert strict.exit_code == 2
+
+
+def test_invalid_file_exits_2_with_located_errors(tmp_path: Path) -> None:
+    runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}]))
+    result = runner.invoke(
+        app, ["validate", str(bad), "--ground-truth", str(tmp_path / "ground_truth.json")]
+    )
+    assert result.exit_code == 2
+    assert (
+        "record 0 (id 'x'): expected field 'prediction' to be a string, got null" in result.output
+    )
+    assert "verdict: invalid" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "missing.json", "--ground-truth", "missing-gt.json"],
+        ["synth", "--samples", "5", "--out-dir", "x"],
+    ],
+)
+def test_user_mistakes_end_without_a_traceback(tmp_path: Path, args: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "medvidbench", *args], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip()
+
+
+def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
+    gt = tmp_path / "gt.json"
+    gt.write_text("[{}]")
+    pred = tmp_path / "p.json"
+    pred.write_text("[]")
+    proc = subprocess.run(
+        [sys.executable, "-m", "medvidbench", "validate", str(pred), "--ground-truth", str(gt)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "invalid ground truth" in proc.stderr
+    assert "missing field 'conversations'" in proc.stderr

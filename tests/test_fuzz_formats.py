@@ -1,0 +1,119 @@
+"""Hypothesis-generated junk never raises anything but our own validation errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from medvidbench.errors import InvalidGroundTruthError, InvalidSubmissionError
+from medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.matching import load_submission, validate_submission
+from tests.conftest import small_records
+
+GT = load_ground_truth(json.dumps(small_records()).encode())
+FIELDS = [
+    "id",
+    "qa_type",
+    "prediction",
+    "answer",
+    "index",
+    "metadata",
+    "question",
+    "gnd",
+    "video_id",
+    "fps",
+    "conversations",
+    "struc_info",
+    "data_source",
+    "response",
+]
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=25,
+)
+# Records that look almost right: the real field names with arbitrary values.
+near_records = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.sampled_from(["kcOqlifSukA&&22425&&25124&&1.0", "x"]) | scalars,
+        "qa_type": st.sampled_from(["tal", "stg", "dense_captioning", "dc"]) | scalars,
+        "prediction": scalars,
+        "answer": scalars,
+        "index": st.integers(-3, 8) | scalars,
+        "metadata": json_values,
+        "question": scalars,
+        "gnd": json_values,
+    },
+)
+
+
+def survive_submission(data: bytes, gt: GroundTruth = GT) -> None:
+    report = validate_submission(data, gt).report
+    assert report.verdict in {"valid", "partial", "invalid"}
+    json.dumps(report.to_dict())
+    try:
+        load_submission(data, gt)
+    except InvalidSubmissionError as exc:
+        assert exc.message and exc.problems
+    for p in report.errors.items:
+        assert p.message
+
+
+common = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@common
+@given(json_values)
+def test_random_json_values(value: Any) -> None:
+    survive_submission(json.dumps(value).encode())
+
+
+@common
+@given(
+    st.lists(near_records, max_size=8)
+    | st.dictionaries(st.text(max_size=3), near_records, max_size=6)
+)
+def test_nearly_valid_records(records: Any) -> None:
+    survive_submission(json.dumps(records).encode())
+
+
+@common
+@given(st.binary(max_size=200))
+def test_random_bytes(data: bytes) -> None:
+    survive_submission(data)
+
+
+@common
+@given(st.integers(0, 2000), st.sampled_from([b"[", b'{"a":', b'[{"qa_type":']))
+def test_truncated_and_deeply_nested(cut: int, opener: bytes) -> None:
+    valid = json.dumps([{"id": "a", "qa_type": "tal", "prediction": "1-2 seconds"}] * 20).encode()
+    survive_submission(valid[: cut % (len(valid) + 1)])
+    survive_submission(opener * cut)
+
+
+@common
+@given(st.lists(near_records, max_size=6).map(lambda rs: "\n".join(json.dumps(r) for r in rs)))
+def test_jsonl_junk(text: str) -> None:
+    report = validate_submission(text.encode(), GT, name="junk.jsonl").report
+    assert report.verdict in {"valid", "partial", "invalid"}
+
+
+@common
+@given(
+    json_values
+    | st.lists(st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6), max_size=5)
+)
+def test_ground_truth_junk(value: Any) -> None:
+    try:
+        load_ground_truth(json.dumps(value).encode())
+    except InvalidGroundTruthError as exc:
+        assert exc.problems
