@@ -116,11 +116,22 @@ def evaluate(
         str, typer.Option(help="Metric profile: leaderboard-v1 (published numbers) or strict-v2.")
     ] = "leaderboard-v1",
     judge: Annotated[
-        str, typer.Option(help="Caption judge: none (caption metrics stay null) or openai.")
+        str,
+        typer.Option(
+            help="Caption judge: none (caption metrics stay null) or openai (any "
+            "OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."
+        ),
     ] = "none",
     judge_model: Annotated[
-        str | None, typer.Option(help="Judge model name (with --judge openai).")
+        str | None, typer.Option(help="Judge model name (default: MEDVIDBENCH_JUDGE_MODEL).")
     ] = None,
+    judge_cache: Annotated[
+        Path | None,
+        typer.Option(help="Judgement cache file (default: MEDVIDBENCH_JUDGE_CACHE_PATH)."),
+    ] = None,
+    similarity: Annotated[
+        bool, typer.Option(help="Also report the offline caption-similarity diagnostic.")
+    ] = False,
     tasks: Annotated[
         str | None, typer.Option(help="Comma-separated tasks to score (default: all).")
     ] = None,
@@ -134,27 +145,41 @@ def evaluate(
     Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
+    from medvidbench.config import load_settings
     from medvidbench.evaluate import evaluate as run
     from medvidbench.groundtruth import load_ground_truth
+    from medvidbench.judge.cache import SQLiteJudgeCache
+    from medvidbench.judge.client import Judge, JudgeConfig
     from medvidbench.matching import validate_submission
-    from medvidbench.terminal import print_report, print_validation, progress_bar
+    from medvidbench.terminal import count_bar, print_report, print_validation, progress_bar
 
     if judge not in ("none", "openai"):
         raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    settings = load_settings(judge_cache_path=judge_cache)
+    llm = None
     if judge == "openai":
-        raise UsageError(
-            "the LLM judge (--judge openai) is not available in this version yet; "
-            "use --judge none (caption metrics are reported as pending)"
-        )
-    del judge_model
-    gt = load_ground_truth(ground_truth)
-    matched = validate_submission(predictions, gt)
+        config = JudgeConfig.from_settings(settings, judge_model)
+        llm = Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
+    gt = load_ground_truth(ground_truth, settings.max_submission_bytes)
+    matched = validate_submission(predictions, gt, settings.max_submission_bytes)
     if not matched.report.ok:
         print_validation(matched.report, err)
         raise typer.Exit(2)
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
-    with progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance:
-        report = run(matched, gt, profile=profile, tasks=wanted, progress=advance)
+    with (
+        progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance,
+        count_bar(err, "judging caption pairs", enabled=llm is not None) as judged,
+    ):
+        report = run(
+            matched,
+            gt,
+            profile=profile,
+            tasks=wanted,
+            progress=advance,
+            judge=llm,
+            judge_progress=judged,
+            similarity=similarity,
+        )
     body = json.dumps(report.to_dict(), indent=2)
     if out is not None:
         out.write_text(body + "\n", encoding="utf-8")

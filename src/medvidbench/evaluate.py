@@ -16,10 +16,12 @@ from typing import Any
 from medvidbench import __version__
 from medvidbench.errors import InvalidSubmissionError, UsageError
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.judge.client import Judge
 from medvidbench.matching import MatchedSubmission, load_submission
-from medvidbench.profiles import METRIC_KEYS, METRICS, SCORER_VERSION, get_profile
-from medvidbench.tasks import TASKS, load_builtin_scorers
+from medvidbench.profiles import METRIC_KEYS, SCORER_VERSION, get_profile
+from medvidbench.tasks import TASKS, captions, load_builtin_scorers
 from medvidbench.tasks.base import Context, TaskResult
+from medvidbench.tasks.captions import CAPTION_TASKS
 
 Progress = Callable[[str, int, int], None]
 _EXAMPLES = 3
@@ -38,6 +40,8 @@ class Report:
         scorer_version: Version of the scoring rules.
         judge: Judge provenance, or None when nothing was judged.
         missing_tasks: Tasks the submission left out.
+        similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
+            ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
     """
 
     metrics: dict[str, float | None]
@@ -52,6 +56,7 @@ class Report:
     package_version: str = __version__
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     timings: dict[str, float] = field(default_factory=dict)
+    similarity: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +69,9 @@ def evaluate(
     tasks: Sequence[str] | None = None,
     ctx: Context | None = None,
     progress: Progress | None = None,
+    judge: Judge | None = None,
+    judge_progress: Callable[[int, int], None] | None = None,
+    similarity: bool = False,
 ) -> Report:
     """Score a submission on every task it answers.
 
@@ -74,6 +82,10 @@ def evaluate(
         tasks: Restrict scoring to these tasks (default: all).
         ctx: Scoring context (lets tests inject an embedder).
         progress: Called as ``progress(task, done, total)`` after each task.
+        judge: An LLM judge for DVC_llm, VS_llm and RC_llm; without one they stay null.
+        judge_progress: Called as ``judge_progress(done, total)`` while judging.
+        similarity: Also compute the offline caption-similarity diagnostic (slow: it embeds
+            every caption answer and reference).
 
     Raises:
         InvalidSubmissionError: when the prediction file is invalid.
@@ -94,37 +106,54 @@ def evaluate(
     by_task: dict[str, list[int]] = {}
     for s in gt.samples:
         by_task.setdefault(s.task, []).append(s.index)
-    results: dict[str, TaskResult] = {}
+    results: list[TaskResult] = []
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
     selected = [t for t in TASKS if t in by_task and (wanted is None or t in wanted)]
+    judged_tasks: list[str] = []
     for n, task in enumerate(selected, start=1):
         coverage = matched.report.coverage[task]
         if coverage.status != "complete":
             per_task[task] = {"status": "missing", "count": coverage.expected}
-        elif task not in scorers:
-            per_task[task] = {"status": "pending judge", "count": coverage.expected}
         else:
-            started = time.perf_counter()
-            samples = [gt.samples[i] for i in by_task[task]]
-            texts = [matched.predictions[i] or "" for i in by_task[task]]
-            result = scorers[task].evaluate(samples, texts, rules, ctx)
-            timings[task] = time.perf_counter() - started
-            results[task] = result
-            per_task[task] = {
-                "status": "scored",
-                **result.diagnostics,
-                "unparsed_examples": _unparsed(result, gt, matched),
-            }
+            if task in CAPTION_TASKS and judge is not None:
+                judged_tasks.append(task)
+            if task in scorers:
+                started = time.perf_counter()
+                result = scorers[task].evaluate(*_inputs(task, gt, matched, by_task), rules, ctx)
+                timings[task] = time.perf_counter() - started
+                results.append(result)
+                per_task[task] = {
+                    "status": "scored",
+                    **result.diagnostics,
+                    "unparsed_examples": _unparsed(result, gt, matched),
+                }
+            else:
+                per_task[task] = {"status": "pending judge", "count": coverage.expected}
         if progress:
             progress(task, n, len(selected))
+    if judged_tasks and judge is not None:
+        started = time.perf_counter()
+        for result in _judge(judged_tasks, gt, matched, by_task, rules, judge, judge_progress):
+            results.append(result)
+            info = per_task[result.task]
+            if info["status"] == "scored":  # DVC: the rule-based part is already there
+                info["judge"] = result.diagnostics
+            else:
+                info.update(status="scored", **result.diagnostics)
+        timings["judge"] = time.perf_counter() - started
+    similar = None
+    if similarity:
+        started = time.perf_counter()
+        similar = _similarity(selected, gt, matched, by_task, ctx)
+        timings["similarity"] = time.perf_counter() - started
     return Report(
         metrics=_metrics(results),
-        per_dataset=_per_dataset(results, scorers),
+        per_dataset=_per_dataset(results),
         per_task=per_task,
         profile=rules.name,
         scorer_version=SCORER_VERSION,
-        judge=None,
+        judge=judge.provenance() if judge is not None and judged_tasks else None,
         missing_tasks=matched.report.missing_tasks,
         submission={
             "sha256": matched.report.sha256,
@@ -134,7 +163,49 @@ def evaluate(
         },
         ground_truth={"sha256": gt.sha256, "samples": len(gt)},
         timings=timings,
+        similarity=similar,
     )
+
+
+def _inputs(
+    task: str, gt: GroundTruth, matched: MatchedSubmission, by_task: dict[str, list[int]]
+) -> tuple[list[Any], list[str]]:
+    samples = [gt.samples[i] for i in by_task[task]]
+    return samples, [matched.predictions[i] or "" for i in by_task[task]]
+
+
+def _similarity(
+    selected: list[str],
+    gt: GroundTruth,
+    matched: MatchedSubmission,
+    by_task: dict[str, list[int]],
+    ctx: Context,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"about": captions.SIMILARITY_ABOUT}
+    for task, key in captions.SIMILARITY_KEYS.items():
+        complete = task in selected and matched.report.coverage[task].status == "complete"
+        out[key] = (
+            captions.similarity(*_inputs(task, gt, matched, by_task), ctx) if complete else None
+        )
+    return out
+
+
+def _judge(
+    tasks: list[str],
+    gt: GroundTruth,
+    matched: MatchedSubmission,
+    by_task: dict[str, list[int]],
+    rules: Any,
+    judge: Judge,
+    progress: Callable[[int, int], None] | None,
+) -> list[TaskResult]:
+    """Plan every caption task's pairs, judge them in one pool, aggregate per task."""
+    plans = [
+        captions.plan(t, *_inputs(t, gt, matched, by_task), rules, judge.config.config_id)
+        for t in tasks
+    ]
+    judged = judge.judge_all([r for p in plans for r in p.requests], progress)
+    return [captions.aggregate(p, judged, rules) for p in plans]
 
 
 def _check_tasks(tasks: Sequence[str] | None) -> set[str] | None:
@@ -148,24 +219,20 @@ def _check_tasks(tasks: Sequence[str] | None) -> set[str] | None:
     return set(tasks)
 
 
-def _metrics(results: dict[str, TaskResult]) -> dict[str, float | None]:
+def _metrics(results: list[TaskResult]) -> dict[str, float | None]:
     out: dict[str, float | None] = dict.fromkeys(METRIC_KEYS)
-    for m in METRICS:
-        if m.task in results and m.key in results[m.task].metrics:
-            out[m.key] = results[m.task].metrics[m.key]
+    for result in results:
+        out.update({k: v for k, v in result.metrics.items() if k in out})
     return out
 
 
-def _per_dataset(
-    results: dict[str, TaskResult], scorers: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+def _per_dataset(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for task, result in results.items():
+    for result in results:
         for dataset, values in result.per_dataset.items():
             entry = out.setdefault(dataset, {"tasks": {}})
-            entry["tasks"][task] = values
-            for key in scorers[task].metric_keys:
-                entry[key] = values.get(key)
+            entry["tasks"].setdefault(result.task, {}).update(values)
+            entry.update({k: values.get(k) for k in result.metrics})
     return dict(sorted(out.items()))
 
 

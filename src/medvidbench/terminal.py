@@ -67,22 +67,26 @@ def _fmt(value: object, scale: str = "0-1") -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _note(report: Report, key: str, task: str, judged: bool) -> str:
+    status = report.per_task.get(task, {}).get("status", "not in the test set")
+    if report.metrics[key] is not None:
+        return ""
+    if status == "missing":
+        return "task missing from the submission"
+    if judged:
+        return "pending: no judge configured" if report.judge is None else "judge failed"
+    return str(status)
+
+
 def print_report(report: Report, console: Console) -> None:
-    """Print the 10 leaderboard metrics, then per-task diagnostics."""
+    """Print the 10 leaderboard metrics, per-task diagnostics and judge provenance."""
     title = f"MedVidBench metrics ({report.profile}, scorer {report.scorer_version})"
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("note")
     for m in METRICS:
-        value = report.metrics[m.key]
-        status = report.per_task.get(m.task, {}).get("status", "not in test set")
-        note = (
-            ""
-            if value is not None
-            else ("pending: no judge configured" if m.judged and status != "missing" else status)
-        )
-        table.add_row(m.column, _fmt(value), note)
+        table.add_row(m.column, _fmt(report.metrics[m.key]), _note(report, m.key, m.task, m.judged))
     console.print(table)
     tasks = Table(title="Per task", title_justify="left")
     for col in ("task", "status", "samples", "scored", "parse rate"):
@@ -100,6 +104,22 @@ def print_report(report: Report, console: Console) -> None:
     if report.missing_tasks:
         console.print(
             f"[yellow]missing tasks[/] (not scored, not zero): {', '.join(report.missing_tasks)}",
+            highlight=False,
+        )
+    if report.judge:
+        j = report.judge
+        console.print(
+            f"judge: {escape(str(j['model_reported'] or j['model_requested']))} at "
+            f"{escape(j['endpoint'])}, prompt {j['prompt_version']}, config {j['config_id']}; "
+            f"{j['pairs']:,} pairs, {j['cache_hits']:,} cached, {j['calls']:,} calls, "
+            f"{j['retries']:,} retries, {j['failures']:,} failed",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if report.similarity:
+        sims = ", ".join(f"{k} {_fmt(v)}" for k, v in report.similarity.items() if k != "about")
+        console.print(
+            f"[cyan]similarity diagnostic (0-1, not a leaderboard metric)[/]: {sims}",
             highlight=False,
         )
 
@@ -123,3 +143,20 @@ def progress_bar(console: Console, enabled: bool) -> Iterator[Callable[[str, int
             bar.update(job, description=f"scored {task}", completed=done, total=total)
 
         yield advance
+
+
+@contextmanager
+def count_bar(console: Console, label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A done/total progress bar (judging); a no-op callback when disabled."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    columns = (
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        job = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(job, completed=done, total=total)

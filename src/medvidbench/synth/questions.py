@@ -98,10 +98,10 @@ def dense_captioning(w: TestSetWriter, clip: Clip, qa_type: str) -> Written:
         else "Return a list of non-overlapping segments with [start_time, end_time] and a factual "
         "caption."
     )
-    bounds = sorted(
-        {round(w.rng.uniform(0, clip.duration), 0) for _ in range(w.rng.randrange(2, 7))}
-    )
-    bounds = sorted({0.0, *bounds, clip.duration})
+    # Real answers list one to a few events per clip (one-shot examples show one).
+    cuts = w.rng.choices([0, 1, 2, 3], [0.35, 0.35, 0.2, 0.1])[0]
+    inner = {round(w.rng.uniform(1, clip.duration - 1), 0) for _ in range(cuts)}
+    bounds = sorted({0.0, *inner, clip.duration})
     segments: list[dict[str, Any]] = []
     for a, b in pairwise(bounds):
         label = w.rng.choice(labels)

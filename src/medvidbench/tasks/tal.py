@@ -108,44 +108,52 @@ def greedy_matches(gt: Sequence[Segment], pred: Sequence[Segment], theta: float)
     return matched
 
 
-def optimal_pairs(gt: Sequence[Segment], pred: Sequence[Segment]) -> list[float]:
-    """IoUs of a one-to-one assignment maximising total IoU (exact up to 12 on the smaller side).
+def assign(table: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+    """A one-to-one assignment of rows to columns maximising the total of positive entries.
 
-    Beyond that size (never seen in real answers) a global greedy by descending IoU is used.
+    Exact (dynamic programming over the smaller side) up to 12 on that side; beyond it (never
+    seen in real answers) a global greedy by descending value.
+
+    Examples:
+        >>> assign([[0.4, 0.5], [0.0, 0.45]])
+        [(0, 0), (1, 1)]
     """
-    table = [[iou(g, p) for p in pred] for g in gt]
-    if not gt or not pred:
+    if not table or not table[0]:
         return []
-    rows, cols = (
-        (table, len(pred))
-        if len(gt) <= len(pred)
-        else ([list(c) for c in zip(*table, strict=True)], len(gt))
-    )
+    transposed = len(table) > len(table[0])
+    rows = [list(c) for c in zip(*table, strict=True)] if transposed else [list(r) for r in table]
+    cols = len(rows[0])
     if len(rows) > 12:
-        pairs = sorted(
-            ((v, i, j) for i, r in enumerate(rows) for j, v in enumerate(r)), reverse=True
+        order = sorted(
+            ((v, i, j) for i, r in enumerate(rows) for j, v in enumerate(r) if v > 0), reverse=True
         )
-        seen_i: set[int] = set()
-        seen_j: set[int] = set()
-        out = []
-        for v, i, j in pairs:
-            if i not in seen_i and j not in seen_j and v > 0:
-                seen_i.add(i)
-                seen_j.add(j)
-                out.append(v)
-        return out
-    best: dict[int, tuple[float, list[float]]] = {0: (0.0, [])}
-    for row in rows:  # each row takes at most one column not yet taken
-        nxt: dict[int, tuple[float, list[float]]] = dict(best)
-        for mask, (total, chosen) in best.items():
-            for j in range(cols):
-                if not mask >> j & 1 and row[j] > 0:
-                    cand = (total + row[j], [*chosen, row[j]])
-                    key = mask | 1 << j
-                    if key not in nxt or cand[0] > nxt[key][0]:
-                        nxt[key] = cand
-        best = nxt
-    return max(best.values(), key=lambda t: t[0])[1]
+        used_i: set[int] = set()
+        used_j: set[int] = set()
+        pairs = []
+        for _, i, j in order:
+            if i not in used_i and j not in used_j:
+                used_i.add(i)
+                used_j.add(j)
+                pairs.append((i, j))
+    else:
+        best: dict[int, tuple[float, list[tuple[int, int]]]] = {0: (0.0, [])}
+        for i, row in enumerate(rows):  # each row takes at most one column not yet taken
+            nxt = dict(best)
+            for mask, (total, chosen) in best.items():
+                for j in range(cols):
+                    if not mask >> j & 1 and row[j] > 0:
+                        key = mask | 1 << j
+                        if key not in nxt or total + row[j] > nxt[key][0]:
+                            nxt[key] = (total + row[j], [*chosen, (i, j)])
+            best = nxt
+        pairs = max(best.values(), key=lambda t: t[0])[1]
+    return sorted((j, i) for i, j in pairs) if transposed else sorted(pairs)
+
+
+def optimal_pairs(gt: Sequence[Segment], pred: Sequence[Segment]) -> list[float]:
+    """IoUs of the one-to-one assignment of GT to predicted segments maximising total IoU."""
+    table = [[iou(g, p) for p in pred] for g in gt]
+    return [table[i][j] for i, j in assign(table)]
 
 
 def jaccard_at(

@@ -1,0 +1,86 @@
+"""Settings: one class, environment prefix ``MEDVIDBENCH_``, documented field by field.
+
+Precedence: CLI flag > environment > ``.env`` file > default. Nothing here is created at import
+time; call :func:`load_settings` (or construct :class:`Settings`) where it is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from medvidbench.errors import UsageError
+
+
+def _default_cache() -> Path:
+    return Path.home() / ".cache" / "medvidbench" / "judge-cache.sqlite3"
+
+
+class Settings(BaseSettings):
+    """Every configurable value of medvidbench (see docs/configuration.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEDVIDBENCH_", env_file=".env", extra="ignore")
+
+    max_submission_bytes: int = Field(
+        1 << 30, gt=0, description="Largest prediction or ground-truth file read, in bytes."
+    )
+    judge_model: str = Field(
+        "gpt-4.1", description="Model name sent to the OpenAI-compatible judge endpoint."
+    )
+    judge_base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("MEDVIDBENCH_JUDGE_BASE_URL", "OPENAI_BASE_URL"),
+        description="Judge endpoint, e.g. http://127.0.0.1:8000/v1 for vLLM; defaults to the "
+        "standard OPENAI_BASE_URL, else OpenAI's own.",
+    )
+    judge_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("MEDVIDBENCH_JUDGE_API_KEY", "OPENAI_API_KEY"),
+        description="API key for the judge endpoint; defaults to the standard OPENAI_API_KEY.",
+    )
+    judge_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    judge_seed: int | None = Field(
+        0,
+        description="Seed sent with every request (endpoints that support it are then more "
+        "reproducible); empty to send none.",
+    )
+    judge_concurrency: int = Field(16, ge=1, le=512, description="Requests in flight at once.")
+    judge_rpm: int = Field(0, ge=0, description="Requests per minute at most; 0 for no limit.")
+    judge_timeout: float = Field(30.0, gt=0, description="Seconds before one request times out.")
+    judge_max_attempts: int = Field(
+        5,
+        ge=1,
+        le=20,
+        description="Attempts per judgement (rate limits, timeouts, malformed "
+        "answers) before it counts as failed.",
+    )
+    judge_cache_path: Path = Field(
+        default_factory=_default_cache,
+        description="SQLite file caching every judgement, so re-runs make no repeated calls.",
+    )
+    judge_price_input_per_mtok: float | None = Field(
+        None,
+        ge=0,
+        description="USD per million input tokens, for the cost estimate (known "
+        "prices of common models are used when unset).",
+    )
+    judge_price_output_per_mtok: float | None = Field(
+        None, ge=0, description="USD per million output tokens, for the cost estimate."
+    )
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and ``.env``, with explicit overrides (CLI flags) on top.
+
+    Raises:
+        UsageError: naming each invalid setting and why.
+    """
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"MEDVIDBENCH_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise UsageError(f"invalid setting: {problems}") from None
