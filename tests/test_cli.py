@@ -124,3 +124,14 @@ def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "invalid ground truth" in proc.stderr
     assert "missing field 'conversations'" in proc.stderr
+
+
+def test_the_core_imports_no_server_stack() -> None:
+    code = (
+        "import sys, medvidbench, medvidbench.evaluate, medvidbench.matching, "
+        "medvidbench.ranking, medvidbench.cli; "
+        "bad = [m for m in ('sqlalchemy', 'huey', 'alembic', 'redis', 'fastapi') "
+        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -193,4 +193,6 @@ def evaluate(
 
 def main() -> None:
     """Entry point of the ``medvidbench`` command."""
+    import medvidbench.cli_server  # noqa: F401  (registers the server commands on ``app``)
+
     app()

@@ -23,6 +23,46 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEDVIDBENCH_", env_file=".env", extra="ignore")
 
+    data_dir: Path = Field(
+        Path("medvidbench-data"),
+        description="Folder for the embedded database, the job queue and stored prediction files.",
+    )
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db; default: "
+        "a SQLite file in the data folder.",
+    )
+    queue_url: str | None = Field(
+        None,
+        description="Job queue: redis://host:port/db for many workers; default: a SQLite "
+        "queue in the data folder, consumed by 'medvidbench serve' itself.",
+    )
+    quota_per_day: int = Field(
+        5,
+        ge=0,
+        description="Submissions per team (or user without a team) per day; rejected "
+        "and failed ones do not count; 0 for no limit.",
+    )
+    quota_per_month: int = Field(
+        30, ge=0, description="Submissions per team (or user) per 30 days; 0 for no limit."
+    )
+    job_lease_seconds: int = Field(
+        120,
+        ge=5,
+        description="How long a worker owns a submission without renewing its lease; "
+        "after that another worker may take the job over.",
+    )
+    job_max_attempts: int = Field(
+        3,
+        ge=1,
+        description="Attempts at scoring or judging a submission before it is marked "
+        "failed with the reason.",
+    )
+    judge_enabled: bool = Field(
+        False,
+        description="Judge caption metrics in the background after scoring (needs a "
+        "judge endpoint, see the judge settings).",
+    )
     max_submission_bytes: int = Field(
         1 << 30, gt=0, description="Largest prediction or ground-truth file read, in bytes."
     )

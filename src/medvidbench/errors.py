@@ -131,3 +131,38 @@ class InvalidGroundTruthError(InvalidFileError):
     http_status = 500
     exit_code = 2
     what = "ground truth"
+
+
+class NotFoundError(MedVidBenchError):
+    """The thing asked for does not exist (or is not visible to the caller)."""
+
+    http_status = 404
+    exit_code = 2
+
+
+class AuthenticationError(MedVidBenchError):
+    """No valid credentials were given."""
+
+    http_status = 401
+    exit_code = 2
+
+
+class PermissionDeniedError(MedVidBenchError):
+    """The caller is known but not allowed to do this."""
+
+    http_status = 403
+    exit_code = 2
+
+
+class ConflictError(MedVidBenchError):
+    """The request clashes with what is stored (a taken model name, a duplicate file)."""
+
+    http_status = 409
+    exit_code = 2
+
+
+class QuotaExceededError(MedVidBenchError):
+    """The team has used its submissions for the period."""
+
+    http_status = 429
+    exit_code = 2

@@ -1,0 +1,197 @@
+"""Accounts: users, roles, teams and API tokens. No default password exists anywhere.
+
+Passwords are stored as argon2 hashes. API tokens are 256-bit random secrets shown once and
+stored as their SHA-256 (a fast hash is right for high-entropy secrets; a slow one would only
+slow every API call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from medvidbench.errors import (
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    UsageError,
+)
+from medvidbench.store.models import ApiToken, AuditLog, Team, User
+
+ROLES = ("admin", "maintainer", "submitter")
+_USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
+MIN_PASSWORD = 12
+TOKEN_PREFIX = "mvb_"
+
+
+def _hasher() -> Any:
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
+def audit(
+    session: Session, actor: User | None, action: str, target: str = "", **detail: Any
+) -> None:
+    """Append one line to the audit log (in the caller's transaction)."""
+    session.add(
+        AuditLog(
+            actor_id=actor.id if actor else None,
+            actor_name=actor.username if actor else "system",
+            action=action,
+            target=target,
+            detail=detail,
+        )
+    )
+
+
+def check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise UsageError(f"the password must have at least {MIN_PASSWORD} characters")
+
+
+def get_or_create_team(session: Session, name: str) -> Team:
+    name = " ".join(name.split())
+    if not name or len(name) > 120:
+        raise UsageError("a team name has 1 to 120 characters")
+    team = session.scalar(select(Team).where(func.lower(Team.name) == name.lower()))
+    if team is None:
+        team = Team(name=name)
+        session.add(team)
+        session.flush()
+    return team
+
+
+def create_user(
+    session: Session,
+    username: str,
+    password: str,
+    role: str = "submitter",
+    team: str | None = None,
+    actor: User | None = None,
+) -> User:
+    """Create a user; the username is 3-40 letters, digits, '.', '_' or '-'."""
+    if not _USERNAME.match(username):
+        raise UsageError(
+            "a username has 3 to 40 letters, digits, '.', '_' or '-', starting "
+            "with a letter or digit"
+        )
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    check_password(password)
+    if session.scalar(select(User).where(func.lower(User.username) == username.lower())):
+        raise ConflictError(f"the username {username!r} is taken")
+    user = User(
+        username=username,
+        password_hash=_hasher().hash(password),
+        role=role,
+        team=get_or_create_team(session, team) if team else None,
+    )
+    session.add(user)
+    session.flush()
+    audit(session, actor, "user.create", f"user:{user.id}", username=username, role=role)
+    return user
+
+
+def authenticate(session: Session, username: str, password: str) -> User:
+    """The user with these credentials.
+
+    Raises:
+        AuthenticationError: for an unknown user or a wrong password (one message for both).
+    """
+    from argon2.exceptions import VerificationError
+
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    hasher = _hasher()
+    try:
+        if user is None or not user.is_active:
+            hasher.verify(_DUMMY_HASH, password)  # same work either way
+            raise AuthenticationError("wrong username or password")
+        hasher.verify(user.password_hash, password)
+    except VerificationError:
+        raise AuthenticationError("wrong username or password") from None
+    return user
+
+
+# The hash of a discarded random string: verifying against it makes an unknown username cost
+# the same time as a wrong password, so login timing does not reveal which usernames exist.
+_DUMMY_HASH = (
+    "$argon2id$v=19$m=65536,t=3,p=4$iVevmpaY5AiNNj5NNcJyag$"
+    "/IFFwAx4TaIHFnE5L1ZbhXjEfc8GylWnW2/whV1zZ04"
+)
+
+
+def create_token(session: Session, user: User, name: str = "cli") -> tuple[str, ApiToken]:
+    """A new API token for ``user``: returns the secret (shown once) and its stored record."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        user_id=user.id,
+        name=name[:80] or "token",
+        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+        prefix=secret[:12],
+    )
+    session.add(token)
+    session.flush()
+    audit(session, user, "token.create", f"token:{token.id}", name=token.name)
+    return secret, token
+
+
+def user_for_token(session: Session, secret: str) -> User:
+    """The active user owning an unrevoked token; records the token's last use.
+
+    Raises:
+        AuthenticationError: for an unknown or revoked token.
+    """
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if token is None or token.revoked_at is not None or not token.user.is_active:
+        raise AuthenticationError("invalid or revoked API token")
+    token.last_used_at = datetime.now(UTC)
+    return token.user
+
+
+def revoke_token(session: Session, user: User, token_id: int) -> None:
+    token = session.get(ApiToken, token_id)
+    if token is None or (token.user_id != user.id and user.role != "admin"):
+        raise NotFoundError(f"no token {token_id}")
+    token.revoked_at = datetime.now(UTC)
+    audit(session, user, "token.revoke", f"token:{token_id}")
+
+
+def list_tokens(session: Session, user: User) -> list[ApiToken]:
+    return list(
+        session.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id))
+    )
+
+
+def require_role(user: User | None, *roles: str) -> User:
+    """The user, if they hold one of ``roles`` (admins hold every role)."""
+    if user is None:
+        raise AuthenticationError("log in first")
+    if user.role != "admin" and user.role not in roles:
+        raise PermissionDeniedError("you are not allowed to do this")
+    return user
+
+
+def set_role(session: Session, actor: User, username: str, role: str) -> User:
+    require_role(actor, "admin")
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    old, user.role = user.role, role
+    audit(session, actor, "user.role", f"user:{user.id}", old=old, new=role)
+    return user
+
+
+def admin_exists(session: Session) -> bool:
+    count = session.scalar(select(func.count()).select_from(User).where(User.role == "admin"))
+    return bool(count)

@@ -1,0 +1,98 @@
+"""Average-rank ranking of a board, exactly as the published leaderboard ranks (metrics.md §6).
+
+1. Each metric (read from the metric table, all higher-is-better) is ranked on values rounded to
+   3 decimals, ties sharing the smaller rank (1, 1, 3), missing values after all present ones.
+2. Rows are ordered by average rank, then: more first places; lower sum of ranks; higher sum of
+   value / column maximum (a column whose maximum is <= 0 or missing adds 0); model name.
+3. Displayed ranks are 1..n without gaps; each board is ranked within itself.
+
+A pending (not yet judged) metric is missing, not zero. Also reported per row: the number of
+metrics present and the normalised average (judge metrics mapped by (s - 1) / 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from medvidbench.profiles import METRICS, Metric
+
+
+@dataclass(slots=True)
+class Ranked:
+    """One row of a ranked board."""
+
+    key: object
+    name: str
+    rank: int
+    average_rank: float
+    first_places: int
+    rank_sum: int
+    normalised_sum: float
+    metrics_present: int
+    normalised_average: float | None
+    metric_ranks: dict[str, int]
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def metric_ranks(values: Sequence[float | None]) -> list[int]:
+    """Competition ranks ("min"), best first; missing values share the rank after all others.
+
+    Examples:
+        >>> metric_ranks([0.5, 0.5, 0.4, None])
+        [1, 1, 3, 4]
+    """
+    present = sorted((v for v in values if v is not None), reverse=True)
+    first: dict[float, int] = {}
+    for i, v in enumerate(present):
+        first.setdefault(v, i + 1)
+    return [first[v] if v is not None else len(present) + 1 for v in values]
+
+
+def normalised(metric: Metric, value: float) -> float:
+    """A metric on a 0-1 scale: judge scores (1-5) map by (s - 1) / 4."""
+    return (value - 1) / 4 if metric.scale == "1-5" else value
+
+
+def rank_rows(
+    rows: Sequence[tuple[object, str, Mapping[str, float | None]]],
+    metrics: Sequence[Metric] = METRICS,
+) -> list[Ranked]:
+    """Rank ``(key, model name, {metric key: value})`` rows of one board."""
+    values = {m.key: [_rounded(r[2].get(m.key)) for r in rows] for m in metrics}
+    ranks = {k: metric_ranks(v) for k, v in values.items()}
+    maxima = {k: max((x for x in v if x is not None), default=None) for k, v in values.items()}
+    out = []
+    for i, (key, name, _) in enumerate(rows):
+        mine = {k: ranks[k][i] for k in ranks}
+        norm = 0.0
+        for k, column in values.items():
+            top, mine_value = maxima[k], column[i]
+            if mine_value is not None and top is not None and top > 0:
+                norm += mine_value / top
+        present = [(m, values[m.key][i]) for m in metrics if values[m.key][i] is not None]
+        out.append(
+            Ranked(
+                key=key,
+                name=name,
+                rank=0,
+                average_rank=sum(mine.values()) / len(mine) if mine else 0.0,
+                first_places=sum(1 for r in mine.values() if r == 1),
+                rank_sum=sum(mine.values()),
+                normalised_sum=norm,
+                metrics_present=len(present),
+                normalised_average=(
+                    sum(normalised(m, v) for m, v in present if v is not None) / len(present)
+                )
+                if present
+                else None,
+                metric_ranks=mine,
+            )
+        )
+    out.sort(key=lambda r: (r.average_rank, -r.first_places, r.rank_sum, -r.normalised_sum, r.name))
+    for n, row in enumerate(out, start=1):
+        row.rank = n
+    return out

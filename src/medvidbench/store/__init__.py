@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy tables, engines and Alembic migrations."""

@@ -1,0 +1,242 @@
+"""Submissions: accept a prediction file, check it at once, queue it; list, show, delete.
+
+Lifecycle: ``queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is
+invalid: nothing is stored but the reason) or ``failed`` (our fault, after retries; the reason is
+shown). Rejected and failed submissions do not count against quotas and free their model name.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from medvidbench.accounts import audit, get_or_create_team, require_role
+from medvidbench.errors import (
+    ConflictError,
+    InvalidSubmissionError,
+    NotFoundError,
+    QuotaExceededError,
+    UsageError,
+)
+from medvidbench.matching import validate_submission
+from medvidbench.runtime import Runtime
+from medvidbench.store.db import transaction
+from medvidbench.store.models import Benchmark, Board, Entry, Submission, User
+
+FINAL = ("complete", "rejected", "failed", "deleted")
+NOT_COUNTED = ("rejected", "failed", "deleted")
+MAX_NAME = 120
+MAX_SETTINGS = 20
+
+
+def model_key(name: str) -> str:
+    """Model names are unique per board regardless of case and spacing."""
+    return " ".join(name.split()).casefold()
+
+
+def clean_url(url: str | None) -> str | None:
+    """An http(s) URL as given, or None; anything else is refused."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 500:
+        raise UsageError("the model URL must be an http:// or https:// address")
+    return url.strip()
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name or len(name) > MAX_NAME or any(ord(c) < 32 for c in name):
+        raise UsageError(f"a model name has 1 to {MAX_NAME} printable characters")
+    return name
+
+
+def current_benchmark(runtime: Runtime) -> Benchmark:
+    with runtime.sessions() as session:
+        bench = session.scalar(
+            select(Benchmark).where(Benchmark.is_current).order_by(Benchmark.id.desc())
+        )
+    if bench is None:
+        raise NotFoundError("no benchmark is loaded; run 'medvidbench benchmarks load GT.json'")
+    return bench
+
+
+def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
+    now = datetime.now(UTC)
+    owner = Submission.team_id == user.team_id if user.team_id else Submission.user_id == user.id
+    for limit, days, period in (
+        (runtime.settings.quota_per_day, 1, "day"),
+        (runtime.settings.quota_per_month, 30, "30 days"),
+    ):
+        if not limit:
+            continue
+        used = session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .where(
+                owner,
+                Submission.status.not_in(NOT_COUNTED),
+                Submission.created_at >= now - timedelta(days=days),
+            )
+        )
+        if used >= limit:
+            raise QuotaExceededError(
+                f"your team has used its {limit} submissions per {period}; "
+                "rejected and failed submissions do not count"
+            )
+
+
+def submit(
+    runtime: Runtime,
+    user: User,
+    data: bytes,
+    model_name: str,
+    *,
+    organisation: str = "",
+    model_url: str | None = None,
+    contact: str | None = None,
+    settings: dict[str, Any] | None = None,
+    filename: str = "",
+) -> Submission:
+    """Check a prediction file at once and queue it for scoring.
+
+    Raises:
+        InvalidSubmissionError: the file is invalid (every problem listed; a rejected record is
+            kept with the reason, the file is not).
+        ConflictError: the model name is taken, or the same file was submitted before.
+        QuotaExceededError: the team has no submissions left for the period.
+    """
+    require_role(user, "submitter", "maintainer")
+    name, url = _clean_name(model_name), clean_url(model_url)
+    info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
+    bench = current_benchmark(runtime)
+    gt = runtime.ground_truth(bench.gt_sha256)
+    if len(data) > runtime.settings.max_submission_bytes:
+        raise UsageError(
+            f"the file is {len(data):,} bytes, over the limit of "
+            f"{runtime.settings.max_submission_bytes:,}"
+        )
+    report = validate_submission(data, gt, name=filename).report
+    base = {
+        "benchmark_id": bench.id,
+        "user_id": user.id,
+        "team_id": user.team_id,
+        "model_name": name,
+        "model_key": model_key(name),
+        "model_url": url,
+        "contact": (contact or "")[:200] or None,
+        "settings": info,
+        "organisation": " ".join(organisation.split())[:120],
+        "file_sha256": report.sha256,
+        "file_size": len(data),
+        "record_count": report.records,
+    }
+    if not report.ok:
+        with transaction(runtime.sessions) as session:
+            reason = "; ".join(p.message for p in report.errors.items[:5])
+            session.add(
+                Submission(**base, status="rejected", error=reason[:4000], verdict="invalid")
+            )
+        raise InvalidSubmissionError(report.errors, filename)
+    try:
+        with transaction(runtime.sessions) as session:
+            session.get(User, user.id, with_for_update=True)  # serialises one team's submits
+            _check_quota(session, runtime, user)
+            _check_unique(session, bench.id, base)
+            if organisation.strip() and user.team_id is None:
+                user_row = session.get(User, user.id)
+                assert user_row is not None
+                user_row.team = get_or_create_team(session, organisation)
+                base["team_id"] = user_row.team_id
+            sub = Submission(
+                **base, status="queued", verdict=report.verdict, missing_tasks=report.missing_tasks
+            )
+            session.add(sub)
+            session.flush()
+            runtime.write_atomically(runtime.submission_path(sub.id), data)
+            sub.stored = True
+    except IntegrityError:
+        raise ConflictError(
+            "the model name or file was taken by a submission made at the same "
+            "moment; try another name"
+        ) from None
+    from medvidbench.jobs import enqueue_score
+
+    enqueue_score(runtime, sub.id)
+    return sub
+
+
+def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any]) -> None:
+    active = Submission.status.not_in(NOT_COUNTED)
+    earlier = session.scalar(
+        select(Submission).where(
+            Submission.benchmark_id == benchmark_id,
+            Submission.file_sha256 == base["file_sha256"],
+            active,
+        )
+    )
+    if earlier is not None:
+        raise ConflictError(
+            f"this exact file was already submitted as submission {earlier.id} "
+            f"({earlier.model_name!r})"
+        )
+    taken = session.scalar(
+        select(Submission.id).where(
+            Submission.benchmark_id == benchmark_id,
+            Submission.model_key == base["model_key"],
+            active,
+        )
+    ) or session.scalar(
+        select(Entry.id)
+        .join(Board)
+        .where(Board.benchmark_id == benchmark_id, Entry.model_key == base["model_key"])
+    )
+    if taken is not None:
+        raise ConflictError(
+            f"the model name {base['model_name']!r} is already on the leaderboard; choose another"
+        )
+
+
+def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = None) -> Submission:
+    """A submission; everyone may see scored ones, only the owner and staff the others."""
+    with runtime.sessions() as session:
+        sub = session.get(Submission, submission_id)
+        if sub is None or sub.status == "deleted":
+            raise NotFoundError(f"no submission {submission_id}")
+        staff = viewer is not None and viewer.role in ("admin", "maintainer")
+        if (
+            not staff
+            and sub.status in ("rejected", "failed", "queued", "scoring")
+            and (viewer is None or viewer.id != sub.user_id)
+        ):
+            raise NotFoundError(f"no submission {submission_id}")
+        return sub
+
+
+def list_submissions(
+    runtime: Runtime, user: User, everyone: bool = False, limit: int = 100
+) -> list[Submission]:
+    with runtime.sessions() as session:
+        query = select(Submission).where(Submission.status != "deleted")
+        if not (everyone and user.role in ("admin", "maintainer")):
+            query = query.where(Submission.user_id == user.id)
+        return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
+
+
+def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None:
+    """Delete a submission, its entries and its stored file (admin, or the owner)."""
+    with transaction(runtime.sessions) as session:
+        sub = session.get(Submission, submission_id)
+        if sub is None or sub.status == "deleted":
+            raise NotFoundError(f"no submission {submission_id}")
+        if actor.role != "admin" and actor.id != sub.user_id:
+            raise NotFoundError(f"no submission {submission_id}")
+        for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
+            session.delete(entry)
+        sub.status, sub.stored = "deleted", False
+        audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
+    runtime.submission_path(submission_id).unlink(missing_ok=True)

@@ -1,0 +1,187 @@
+"""The service layer end to end, on SQLite and PostgreSQL: upload to ranked entry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from medvidbench.errors import ConflictError, InvalidSubmissionError, QuotaExceededError, UsageError
+from medvidbench.evaluate import evaluate
+from medvidbench.leaderboards import add_reported, board_rows, export_board, promote, remove_entry
+from medvidbench.processing import claim, run_step
+from medvidbench.runtime import Runtime
+from medvidbench.store.models import AuditLog, Evaluation, Submission, User
+from medvidbench.submissions import delete_submission, get_submission, submit
+from tests.server.conftest import make_user
+
+
+def test_full_lifecycle_upload_to_ranked_entry(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    data = synthetic["strong"].read_bytes()
+    sub = submit(runtime, alice, data, "StrongNet", model_url="https://example.org/strong")
+    done = get_submission(runtime, sub.id, alice)
+    assert done.status == "scored" and done.verdict == "valid" and done.attempts == 1
+    assert runtime.submission_path(sub.id).exists()
+    expected = evaluate(data, runtime.ground_truth(done_sha(runtime))).metrics
+    (row,) = board_rows(runtime, "community")
+    assert row.rank == 1 and row.model_name == "StrongNet" and row.team == "Team A"
+    assert row.metrics == expected
+    assert row.metrics["vs_llm"] is None and row.metrics_present == 7  # pending, not zero
+    assert row.profile == "leaderboard-v1" and row.status == "scored"
+
+
+def done_sha(runtime: Runtime) -> str:
+    from medvidbench.submissions import current_benchmark
+
+    return current_benchmark(runtime).gt_sha256
+
+
+def test_invalid_file_is_rejected_with_every_problem_and_nothing_stored(
+    runtime: Runtime, alice: User
+) -> None:
+    bad = json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}] * 3).encode()
+    with pytest.raises(InvalidSubmissionError) as info:
+        submit(runtime, alice, bad, "Broken")
+    assert len(info.value.problems) >= 3
+    with runtime.sessions() as session:
+        sub = session.scalar(select(Submission).where(Submission.model_name == "Broken"))
+        assert sub is not None and sub.status == "rejected" and not sub.stored
+        assert "expected field 'prediction' to be a string" in (sub.error or "")
+    assert not runtime.submission_path(sub.id).exists()
+    assert board_rows(runtime, "community") == []
+
+
+def test_duplicates_and_taken_names_are_refused(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    first = submit(runtime, alice, synthetic["strong"].read_bytes(), "Model One")
+    with pytest.raises(ConflictError, match=f"already submitted as submission {first.id}"):
+        submit(runtime, alice, synthetic["strong"].read_bytes(), "Model Two")
+    with pytest.raises(ConflictError, match="already on the leaderboard"):
+        submit(runtime, alice, synthetic["weak"].read_bytes(), "  model   ONE ")
+
+
+def test_quota_counts_only_accepted_submissions(
+    tmp_path: Path, synthetic: dict[str, Path], runtime: Runtime
+) -> None:
+    runtime.settings.quota_per_day = 2
+    user = make_user(runtime, "bob", team="Team B")
+    with pytest.raises(InvalidSubmissionError):
+        submit(runtime, user, b"[]", "Nothing")
+    submit(runtime, user, synthetic["strong"].read_bytes(), "B1")
+    submit(runtime, user, synthetic["weak"].read_bytes(), "B2")
+    with pytest.raises(QuotaExceededError, match="2 submissions per day"):
+        submit(runtime, user, synthetic["garbage"].read_bytes(), "B3")
+
+
+def test_model_url_must_be_http(runtime: Runtime, alice: User, synthetic: dict[str, Path]) -> None:
+    with pytest.raises(UsageError, match="http:// or https://"):
+        submit(
+            runtime, alice, synthetic["strong"].read_bytes(), "X", model_url="javascript:alert(1)"
+        )
+
+
+def test_archetypes_rank_perfect_strong_weak_garbage(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    for name in ("garbage", "weak", "perfect", "strong"):
+        submit(runtime, alice, synthetic[name].read_bytes(), name)
+    assert [r.model_name for r in board_rows(runtime, "community")] == [
+        "perfect",
+        "strong",
+        "weak",
+        "garbage",
+    ]
+
+
+def test_promote_report_remove_and_audit(
+    runtime: Runtime, alice: User, admin: User, synthetic: dict[str, Path]
+) -> None:
+    sub = submit(runtime, alice, synthetic["strong"].read_bytes(), "Promoted")
+    with pytest.raises(Exception, match="not allowed"):
+        promote(runtime, alice, sub.id)
+    promote(runtime, admin, sub.id, verified_date="2026-11-01")
+    add_reported(
+        runtime, admin, "GPT-4.1", "OpenAI", {"cvs_acc": 0.018, "vs_llm": 2.49}, source="paper"
+    )
+    rows = board_rows(runtime, "official")
+    assert {r.model_name for r in rows} == {"Promoted", "GPT-4.1"}
+    reported = next(r for r in rows if r.model_name == "GPT-4.1")
+    assert reported.badges == ["reported"] and reported.metrics["nap_acc"] is None
+    assert next(r for r in rows if r.model_name == "Promoted").badges == ["verified"]
+    with pytest.raises(UsageError, match="outside 1-5"):
+        add_reported(runtime, admin, "Bad", "x", {"vs_llm": 7.0}, source="?")
+    remove_entry(runtime, admin, reported.entry_id)
+    assert [r.model_name for r in board_rows(runtime, "official")] == ["Promoted"]
+    with runtime.sessions() as session:
+        actions = list(session.scalars(select(AuditLog.action).order_by(AuditLog.id)))
+    assert {"entry.promote", "entry.add", "entry.remove"} <= set(actions)
+
+
+def test_delete_removes_file_and_entries(
+    runtime: Runtime, alice: User, admin: User, synthetic: dict[str, Path]
+) -> None:
+    sub = submit(runtime, alice, synthetic["strong"].read_bytes(), "Gone")
+    delete_submission(runtime, admin, sub.id)
+    assert not runtime.submission_path(sub.id).exists()
+    assert board_rows(runtime, "community") == []
+    submit(runtime, alice, synthetic["strong"].read_bytes(), "Gone")  # name and file are free
+
+
+def test_claims_are_exclusive_and_leases_expire(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    runtime.queue = None  # nothing runs on its own here
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Leased")
+    assert claim(runtime, sub.id, "score", "w1")
+    assert not claim(runtime, sub.id, "score", "w2")
+    assert run_step(runtime, sub.id, "score", "w3") == "skipped"
+    runtime.settings.job_lease_seconds = 5
+    with runtime.sessions.begin() as session:
+        session.get(Submission, sub.id).lease_until = Submission.created_at  # long expired
+    assert run_step(runtime, sub.id, "score", "w2") == "done"
+    with runtime.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Evaluation)) == 1
+        assert session.get(Submission, sub.id).attempts == 2
+
+
+def test_failures_are_retried_then_shown_with_the_reason(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    runtime.queue = None
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Fragile")
+    runtime.submission_path(sub.id).unlink()
+    outcomes = [run_step(runtime, sub.id, "score", f"w{i}") for i in range(3)]
+    assert outcomes == ["retry", "retry", "failed"]
+    failed = get_submission(runtime, sub.id, alice)
+    assert failed.status == "failed" and "missing" in (failed.error or "")
+    assert board_rows(runtime, "community") == []
+
+
+def test_export_neutralises_spreadsheet_formulas(runtime: Runtime, admin: User) -> None:
+    add_reported(
+        runtime, admin, '=HYPERLINK("http://x")', "+team", {"cvs_acc": 0.5}, source="@paper"
+    )
+    csv_text = export_board(runtime, "official", "csv")
+    assert "'=HYPERLINK" in csv_text and "'+team" in csv_text and "'@paper" in csv_text
+    assert "CVS_acc" in csv_text.splitlines()[0]
+    rows = json.loads(export_board(runtime, "official", "json"))
+    assert rows[0]["metrics"]["cvs_acc"] == 0.5
+
+
+def test_rescore_keeps_old_evaluations(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.processing import rescore
+
+    sub = submit(runtime, alice, synthetic["format-noisy"].read_bytes(), "Noisy")
+    assert rescore(runtime, sub.id, "strict-v2") and not rescore(runtime, sub.id, "strict-v2")
+    with runtime.sessions() as session:
+        profiles = sorted(
+            session.scalars(select(Evaluation.profile).where(Evaluation.submission_id == sub.id))
+        )
+    assert profiles == ["leaderboard-v1", "strict-v2"]

@@ -1,0 +1,65 @@
+"""Average-rank ranking: metrics.md §8 K1-K2 and the rules of §6."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from medvidbench.profiles import Metric
+from medvidbench.ranking import metric_ranks, rank_rows
+
+M1, M2 = Metric("m1", "M1", "t", "m1"), Metric("m2", "M2", "t", "m2")
+
+
+def test_k1_tiebreakers_end_with_the_name() -> None:
+    rows = [
+        ("b", "B", {"m1": 0.5, "m2": 0.5}),
+        ("c", "C", {"m1": 0.1, "m2": 0.9}),
+        ("a", "A", {"m1": 0.9, "m2": 0.1}),
+    ]
+    ranked = rank_rows(rows, [M1, M2])
+    assert [(r.name, r.rank) for r in ranked] == [("A", 1), ("C", 2), ("B", 3)]
+    a = ranked[0]
+    assert (a.average_rank, a.first_places, a.rank_sum) == (2.0, 1, 4)
+    assert a.normalised_sum == pytest.approx(1.1111, abs=1e-4)
+    assert ranked[1].normalised_sum == pytest.approx(a.normalised_sum)
+
+
+def test_k2_competition_ranks() -> None:
+    assert metric_ranks([0.5, 0.5, 0.4]) == [1, 1, 3]
+
+
+def test_missing_values_rank_after_all_present_and_are_not_zero() -> None:
+    rows = [("x", "X", {"m1": 0.0, "m2": 0.2}), ("y", "Y", {"m1": None, "m2": 0.1})]
+    ranked = rank_rows(rows, [M1, M2])
+    assert ranked[0].name == "X" and ranked[1].metric_ranks == {"m1": 2, "m2": 2}
+    assert ranked[1].metrics_present == 1
+
+
+def test_values_are_compared_at_three_decimals() -> None:
+    rows = [("x", "X", {"m1": 0.1234}), ("y", "Y", {"m1": 0.1231})]
+    assert [r.metric_ranks["m1"] for r in rank_rows(rows, [M1])] == [1, 1]
+
+
+def test_normalised_average_maps_judge_scores() -> None:
+    judge = Metric("j", "J", "t", "j", "1-5", judged=True)
+    (row,) = rank_rows([("x", "X", {"m1": 0.5, "j": 3.0})], [M1, judge])
+    assert row.normalised_average == pytest.approx((0.5 + 0.5) / 2)
+
+
+def test_first_places_beat_rank_sum() -> None:
+    m3 = Metric("m3", "M3", "t", "m3")
+    rows = [
+        ("p", "P", {"m1": 0.9, "m2": 0.1, "m3": 0.5}),
+        ("q", "Q", {"m1": 0.5, "m2": 0.5, "m3": 0.5}),
+    ]
+    # average ranks (1+2+1)/3 vs (2+1+1)/3 tie; P and Q both have two first places; sums tie;
+    # normalised sums 0.9/0.9+0.1/0.5+1 = 2.2 vs 0.5/0.9+1+1 = 2.556: Q first
+    assert [r.name for r in rank_rows(rows, [M1, M2, m3])] == ["Q", "P"]
+
+
+@given(st.lists(st.lists(st.none() | st.floats(0, 1), min_size=2, max_size=2), max_size=12))
+def test_ranks_are_one_to_n_without_gaps(values: list[list[float | None]]) -> None:
+    rows = [(i, f"m{i}", {"m1": v[0], "m2": v[1]}) for i, v in enumerate(values)]
+    assert [r.rank for r in rank_rows(rows, [M1, M2])] == list(range(1, len(values) + 1))
