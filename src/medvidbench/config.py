@@ -58,6 +58,15 @@ class Settings(BaseSettings):
         description="Attempts at scoring or judging a submission before it is marked "
         "failed with the reason.",
     )
+    secret_key: SecretStr | None = Field(
+        None,
+        description="Signs session cookies; at least 32 characters. Unset: a random key "
+        "is generated into the data folder (fine on one machine; a public "
+        "server refuses to start without a configured one).",
+    )
+    signup_enabled: bool = Field(
+        True, description="Let visitors create submitter accounts from the sign-up page."
+    )
     judge_enabled: bool = Field(
         False,
         description="Judge caption metrics in the background after scoring (needs a "

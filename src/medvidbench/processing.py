@@ -249,6 +249,23 @@ def current_evaluations(
     return best
 
 
+def current_evaluation(
+    session: Any, submission_id: int, profile: str = DEFAULT_PROFILE
+) -> Evaluation | None:
+    """The full evaluation a detail page shows (current scorer, judged if available)."""
+    found: Evaluation | None = session.scalar(
+        select(Evaluation)
+        .where(
+            Evaluation.submission_id == submission_id,
+            Evaluation.profile == profile,
+            Evaluation.scorer_version == SCORER_VERSION,
+        )
+        .order_by((Evaluation.judge_id != "").desc(), Evaluation.id.desc())
+        .limit(1)
+    )
+    return found
+
+
 def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
     report = _report(runtime, submission_id, profile=profile)

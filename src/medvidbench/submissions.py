@@ -240,3 +240,52 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         sub.status, sub.stored = "deleted", False
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.submission_path(submission_id).unlink(missing_ok=True)
+
+
+TIMELINE = ("queued", "scoring", "scored", "judging", "complete")
+
+
+def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -> dict[str, Any]:
+    """Everything a detail page or the API shows about a submission (never ground truth).
+
+    The submitter's own diagnostics (parse examples, errors) are shown to them and to staff.
+    """
+    from medvidbench.processing import current_evaluation
+
+    sub = get_submission(runtime, submission_id, viewer)
+    owner = viewer is not None and (
+        viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
+    )
+    with runtime.sessions() as session:
+        ev = current_evaluation(session, sub.id)
+        team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
+    reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
+    per_task = ev.per_task if ev else {}
+    if not owner:
+        per_task = {
+            t: {k: v for k, v in info.items() if k != "unparsed_examples"}
+            for t, info in per_task.items()
+        }
+    return {
+        "id": sub.id,
+        "model_name": sub.model_name,
+        "model_url": sub.model_url,
+        "team": team.name if team else sub.organisation,
+        "status": sub.status,
+        "final": sub.status in FINAL
+        or (sub.status == "scored" and not runtime.settings.judge_enabled),
+        "timeline": [{"state": s, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
+        "created_at": sub.created_at.isoformat(),
+        "verdict": sub.verdict,
+        "missing_tasks": sub.missing_tasks,
+        "records": sub.record_count,
+        "error": sub.error if owner else None,
+        "settings": sub.settings,
+        "metrics": ev.metrics if ev else None,
+        "per_task": per_task,
+        "per_dataset": ev.per_dataset if ev else {},
+        "judge": ev.judge if ev else None,
+        "profile": ev.profile if ev else None,
+        "scorer_version": ev.scorer_version if ev else None,
+        "owner": owner,
+    }

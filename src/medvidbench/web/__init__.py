@@ -1,0 +1,1 @@
+"""The web layer: pages, REST API, static files. ``create_app(runtime)`` builds the app."""

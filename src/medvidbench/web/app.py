@@ -1,0 +1,128 @@
+"""The FastAPI application factory: ``create_app(runtime)``, callable many times."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.middleware.sessions import SessionMiddleware
+
+from medvidbench import __version__
+from medvidbench.errors import MedVidBenchError
+from medvidbench.runtime import Runtime
+from medvidbench.web.render import templates
+
+STATIC = Path(__file__).parent / "static"
+# No inline script anywhere. Inline *styles* are allowed: the plotly bundle (served from this
+# server) injects its own <style> elements, and styles cannot run code.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
+    "base-uri 'self'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def secret_key(runtime: Runtime) -> str:
+    """The configured key, or one generated once into the data folder (owner-only)."""
+    if runtime.settings.secret_key is not None:
+        return runtime.settings.secret_key.get_secret_value()
+    path = runtime.data_dir / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    """A complete app (pages, API, static files) over one runtime."""
+    from medvidbench.web import api, pages
+
+    app = FastAPI(
+        title="MedVidBench leaderboard API",
+        version=__version__,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.runtime = runtime
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(runtime),
+        same_site="lax",
+        session_cookie="mvb_session",
+        max_age=14 * 24 * 3600,
+        # TLS ends at the reverse proxy in a deployment; HttpOnly is always set.
+        https_only=False,
+    )
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next: Any) -> Response:
+        response: Response = await call_next(request)
+        for k, v in HEADERS.items():
+            response.headers.setdefault(k, v)
+        return response
+
+    @app.exception_handler(MedVidBenchError)
+    async def on_error(request: Request, exc: MedVidBenchError) -> Response:
+        return _error(request, exc.http_status, exc.message, exc.to_dict())
+
+    @app.exception_handler(HTTPException)
+    async def on_http(request: Request, exc: HTTPException) -> Response:
+        message = str(exc.detail) if exc.detail else "error"
+        return _error(request, exc.status_code, message, {"error": "HTTPError", "message": message})
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
+        problems = [
+            {"where": ".".join(map(str, e.get("loc", ()))), "message": e.get("msg")}
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{p['where']}: {p['message']}" for p in problems)
+        return _error(
+            request,
+            422,
+            message,
+            {"error": "RequestValidationError", "message": message, "problems": problems},
+        )
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        import plotly
+
+        bundle = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+        return FileResponse(
+            bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+        )
+
+    app.include_router(api.router, prefix="/api/v1")
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _error(request: Request, status: int, message: str, body: dict[str, Any]) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse(body, status_code=status)
+    page = (
+        templates()
+        .get_template("error.html")
+        .render(
+            request=request,
+            status=status,
+            message=message,
+            problems=body.get("problems", []),
+            user=None,
+            demo=False,
+            csrf="",
+        )
+    )
+    return HTMLResponse(page, status_code=status)

@@ -1,0 +1,67 @@
+"""Request-scoped dependencies: the runtime, the current user, CSRF checks."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Any
+
+from fastapi import Request
+
+from medvidbench.accounts import require_role, user_for_token
+from medvidbench.errors import AuthenticationError, PermissionDeniedError
+from medvidbench.runtime import Runtime
+from medvidbench.store.db import transaction
+from medvidbench.store.models import User
+
+
+def runtime(request: Request) -> Runtime:
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def current_user(request: Request) -> User | None:
+    """The user of a bearer token, or of the session cookie; None for a visitor."""
+    rt = runtime(request)
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        with transaction(rt.sessions) as session:
+            return user_for_token(session, header[7:].strip())
+    uid = request.session.get("uid")
+    if uid is None:
+        return None
+    with rt.sessions() as session:
+        user = session.get(User, uid)
+        if user is None or not user.is_active:
+            request.session.clear()
+            return None
+        session.expunge(user)
+        return user
+
+
+def api_user(request: Request) -> User:
+    user = current_user(request)
+    if user is None:
+        raise AuthenticationError("send an API token: Authorization: Bearer <token>")
+    return user
+
+
+def admin_user(request: Request) -> User:
+    return require_role(current_user(request), "admin")
+
+
+def csrf_token(request: Request) -> str:
+    token = request.session.get("csrf")
+    if not token:
+        token = request.session["csrf"] = secrets.token_urlsafe(24)
+    return str(token)
+
+
+def check_csrf(request: Request, form: Any) -> None:
+    """Forms carry the session's CSRF token; a cross-site post does not have it."""
+    sent = str(form.get("csrf", ""))
+    expected = str(request.session.get("csrf", ""))
+    if not expected or not hmac.compare_digest(sent, expected):
+        raise PermissionDeniedError(
+            "the form expired or came from another site; reload the page and try again"
+        )

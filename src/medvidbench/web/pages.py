@@ -1,0 +1,376 @@
+"""Server-rendered pages. They work without JavaScript; a little script adds live updates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy import select
+
+from medvidbench import accounts, leaderboards
+from medvidbench.errors import (
+    InvalidSubmissionError,
+    MedVidBenchError,
+    NotFoundError,
+    PermissionDeniedError,
+    UsageError,
+)
+from medvidbench.profiles import METRICS, PROFILES
+from medvidbench.store.db import transaction
+from medvidbench.store.models import ApiToken, AuditLog, Submission, User
+from medvidbench.submissions import (
+    current_benchmark,
+    delete_submission,
+    list_submissions,
+    submission_view,
+    submit,
+)
+from medvidbench.tasks.registry import TASKS
+from medvidbench.web.api import read_limited
+from medvidbench.web.deps import admin_user, check_csrf, current_user
+from medvidbench.web.render import page
+from medvidbench.web.views import board_context
+
+router = APIRouter(include_in_schema=False)
+
+
+def _me(session: Any, user: User) -> User:
+    """The logged-in user's row in this session."""
+    row = session.get(User, user.id)
+    if row is None:
+        raise PermissionDeniedError("your account no longer exists")
+    return row  # type: ignore[no-any-return]
+
+
+def _see(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request) -> Response:
+    return board(request, "official")
+
+
+@router.get("/board/{kind}", response_class=HTMLResponse)
+def board(request: Request, kind: str) -> Response:
+    rt = request.app.state.runtime
+    context = board_context(rt, kind, dict(request.query_params))
+    return page(request, "board.html", **context)
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(request: Request, submission_id: int) -> Response:
+    rt = request.app.state.runtime
+    view = submission_view(rt, submission_id, current_user(request))
+    return page(request, "submission.html", sub=view, metrics=METRICS)
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request, entries: str = "") -> Response:
+    rt = request.app.state.runtime
+    ids = [int(x) for x in entries.split(",") if x.strip().isdigit()][:4]
+    rows = {
+        r.entry_id: r for k in ("official", "community") for r in leaderboards.board_rows(rt, k)
+    }
+    chosen = [rows[i] for i in ids if i in rows]
+    return page(
+        request,
+        "compare.html",
+        chosen=chosen,
+        choices=list(rows.values()),
+        metrics=METRICS,
+        ids=ids,
+    )
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_form(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/submit")
+    return page(request, "submit.html", user=user, **_quota(request, user))
+
+
+def _quota(request: Request, user: User) -> dict[str, Any]:
+    s = request.app.state.runtime.settings
+    return {"quota_day": s.quota_per_day, "quota_month": s.quota_per_month}
+
+
+@router.post("/submit", response_class=HTMLResponse)
+async def submit_post(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/submit")
+    form = await request.form()
+    check_csrf(request, form)
+    rt = request.app.state.runtime
+    upload = form.get("file")
+    values = {
+        k: str(form.get(k, ""))
+        for k in (
+            "model_name",
+            "organisation",
+            "model_url",
+            "contact",
+            "frames",
+            "prompting",
+            "revision",
+        )
+    }
+    try:
+        if upload is None or isinstance(upload, str) or not upload.filename:
+            raise UsageError("choose a prediction file to upload")
+        data = await read_limited(upload, rt.settings.max_submission_bytes)
+        settings = {k: values[k] for k in ("frames", "prompting", "revision") if values[k]}
+        sub = submit(
+            rt,
+            user,
+            data,
+            values["model_name"],
+            organisation=values["organisation"],
+            model_url=values["model_url"] or None,
+            contact=values["contact"] or None,
+            settings=settings,
+            filename=upload.filename,
+        )
+    except InvalidSubmissionError as exc:
+        return page(
+            request,
+            "submit.html",
+            status=422,
+            user=user,
+            values=values,
+            problems=exc.problems.items,
+            problem_total=len(exc.problems),
+            **_quota(request, user),
+        )
+    except MedVidBenchError as exc:
+        return page(
+            request,
+            "submit.html",
+            status=exc.http_status,
+            user=user,
+            values=values,
+            error=exc.message,
+            **_quota(request, user),
+        )
+    return _see(f"/submissions/{sub.id}")
+
+
+@router.get("/about", response_class=HTMLResponse)
+def about(request: Request) -> Response:
+    rt = request.app.state.runtime
+    return page(
+        request,
+        "about.html",
+        metrics=METRICS,
+        tasks=list(TASKS.values()),
+        profiles=list(PROFILES.values()),
+        bench=current_benchmark(rt),
+    )
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str = "/") -> Response:
+    return page(request, "login.html", next=next if next.startswith("/") else "/")
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    form = await request.form()
+    check_csrf(request, form)
+    target = str(form.get("next", "/"))
+    target = target if target.startswith("/") and not target.startswith("//") else "/"
+    rt = request.app.state.runtime
+    try:
+        with rt.sessions() as session:
+            user = accounts.authenticate(
+                session, str(form.get("username", "")), str(form.get("password", ""))
+            )
+    except MedVidBenchError as exc:
+        return page(request, "login.html", status=401, next=target, error=exc.message)
+    request.session.clear()
+    request.session["uid"] = user.id
+    return _see(target)
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    check_csrf(request, await request.form())
+    request.session.clear()
+    return _see("/")
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_form(request: Request) -> Response:
+    return page(request, "signup.html")
+
+
+@router.post("/signup", response_class=HTMLResponse)
+async def signup(request: Request) -> Response:
+    rt = request.app.state.runtime
+    if not rt.settings.signup_enabled:
+        raise PermissionDeniedError("sign-up is closed on this server; ask an admin")
+    form = await request.form()
+    check_csrf(request, form)
+    try:
+        with transaction(rt.sessions) as session:
+            user = accounts.create_user(
+                session,
+                str(form.get("username", "")),
+                str(form.get("password", "")),
+                team=str(form.get("team", "")) or None,
+            )
+    except MedVidBenchError as exc:
+        return page(
+            request,
+            "signup.html",
+            status=exc.http_status,
+            error=exc.message,
+            username=str(form.get("username", "")),
+        )
+    request.session.clear()
+    request.session["uid"] = user.id
+    return _see("/account")
+
+
+@router.get("/account", response_class=HTMLResponse)
+def account(request: Request, new_token: str = "") -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    rt = request.app.state.runtime
+    with rt.sessions() as session:
+        tokens = accounts.list_tokens(session, user)
+    secret = request.session.pop("new_token", None)
+    return page(
+        request,
+        "account.html",
+        user=user,
+        tokens=tokens,
+        secret=secret,
+        submissions=list_submissions(rt, user),
+    )
+
+
+@router.post("/account/tokens")
+async def token_create(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    form = await request.form()
+    check_csrf(request, form)
+    rt = request.app.state.runtime
+    with transaction(rt.sessions) as session:
+        secret, _ = accounts.create_token(
+            session, _me(session, user), str(form.get("name", "token"))[:80] or "token"
+        )
+    request.session["new_token"] = secret  # shown once on the next page, then gone
+    return _see("/account")
+
+
+@router.post("/account/tokens/{token_id}/revoke")
+async def token_revoke(request: Request, token_id: int) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    check_csrf(request, await request.form())
+    with transaction(request.app.state.runtime.sessions) as session:
+        accounts.revoke_token(session, _me(session, user), token_id)
+    return _see("/account")
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin(request: Request) -> Response:
+    user = admin_user(request)
+    rt = request.app.state.runtime
+    with rt.sessions() as session:
+        users = list(session.scalars(select(User).order_by(User.id)))
+        subs = list(
+            session.scalars(
+                select(Submission)
+                .where(Submission.status != "deleted")
+                .order_by(Submission.id.desc())
+                .limit(200)
+            )
+        )
+        log = list(session.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(100)))
+        tokens = session.scalar(select(ApiToken.id).limit(1))
+    return page(
+        request,
+        "admin.html",
+        user=user,
+        users=users,
+        subs=subs,
+        log=log,
+        official=leaderboards.board_rows(rt, "official"),
+        metrics=METRICS,
+        has_tokens=tokens is not None,
+    )
+
+
+@router.post("/admin/{action}")
+async def admin_action(request: Request, action: str) -> Response:
+    actor = admin_user(request)
+    form = await request.form()
+    check_csrf(request, form)
+    if form.get("confirm") != "yes":
+        raise UsageError("tick the confirmation box to do this")
+    rt = request.app.state.runtime
+    value = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+    handler = _ADMIN.get(action)
+    if handler is None:
+        raise NotFoundError(f"no admin action {action!r}")
+    try:
+        handler(rt, actor, value)
+    except ValueError as exc:
+        raise UsageError(f"invalid value: {exc}") from None
+    return _see("/admin")
+
+
+def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
+    with transaction(rt.sessions) as session:
+        accounts.set_role(session, actor, f.get("username", ""), f.get("role", ""))
+
+
+def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
+    metrics = {m.key: float(f[m.key]) for m in METRICS if f.get(m.key, "").strip()}
+    leaderboards.add_reported(
+        rt,
+        actor,
+        f.get("model_name", ""),
+        f.get("team", ""),
+        metrics,
+        source=f.get("source", "") or "added by an admin",
+        model_url=f.get("model_url") or None,
+    )
+
+
+def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
+    from medvidbench.jobs import Jobs
+
+    sid = int(f.get("submission_id", "0"))
+    with transaction(rt.sessions) as session:
+        accounts.audit(
+            session,
+            actor,
+            f"submission.{f.get('kind', 'rescore')}",
+            f"submission:{sid}",
+            profile=f.get("profile", ""),
+        )
+    if isinstance(rt.queue, Jobs):
+        if f.get("kind") == "rejudge":
+            rt.queue.judge(sid)
+        else:
+            rt.queue.rescore(sid, f.get("profile", "strict-v2"))
+
+
+_ADMIN: dict[str, Any] = {
+    "role": _role,
+    "promote": lambda rt, a, f: leaderboards.promote(rt, a, int(f.get("submission_id", "0"))),
+    "add": _add,
+    "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, int(f.get("entry_id", "0"))),
+    "delete": lambda rt, a, f: delete_submission(rt, a, int(f.get("submission_id", "0"))),
+    "rescore": _rescore,
+}

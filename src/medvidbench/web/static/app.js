@@ -1,0 +1,65 @@
+// A little behaviour on top of pages that work without it: theme, live status, compare chart.
+"use strict";
+
+(function theme() {
+  const saved = localStorage.getItem("mvb-theme");
+  if (saved) document.documentElement.dataset.theme = saved;
+  document.addEventListener("DOMContentLoaded", () => {
+    const button = document.getElementById("theme");
+    if (!button) return;
+    button.addEventListener("click", () => {
+      const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
+      const now = document.documentElement.dataset.theme || (dark ? "dark" : "light");
+      const next = now === "dark" ? "light" : "dark";
+      document.documentElement.dataset.theme = next;
+      localStorage.setItem("mvb-theme", next);
+    });
+  });
+})();
+
+document.addEventListener("DOMContentLoaded", () => {
+  // Submission page: follow the status until it is final, then show the new page.
+  const timeline = document.getElementById("timeline");
+  if (timeline && timeline.dataset.final === "no") {
+    const id = timeline.dataset.submission;
+    const seen = timeline.dataset.status;
+    const poll = async () => {
+      try {
+        const response = await fetch(`/api/v1/submissions/${id}`, {headers: {Accept: "application/json"}});
+        if (response.ok) {
+          const body = await response.json();
+          if (body.status !== seen) { window.location.reload(); return; }
+        }
+      } catch (e) { /* network hiccup: try again */ }
+      setTimeout(poll, 1000);
+    };
+    setTimeout(poll, 1000);
+  }
+
+  // Compare page: the multi-select fills the id list; the chart is drawn from the API.
+  const pick = document.getElementById("pick");
+  const hidden = document.getElementById("entries");
+  if (pick && hidden) {
+    pick.addEventListener("change", () => {
+      hidden.value = Array.from(pick.selectedOptions).slice(0, 4).map((o) => o.value).join(",");
+    });
+  }
+  const chart = document.getElementById("chart");
+  if (chart && window.Plotly && chart.dataset.entries) {
+    fetch(`/api/v1/compare?entries=${encodeURIComponent(chart.dataset.entries)}`)
+      .then((r) => r.json())
+      .then((body) => {
+        const labels = body.metrics;
+        const traces = body.entries.map((e) => ({
+          type: "bar", name: e.model_name, x: labels,
+          y: labels.map((k) => {
+            const v = e.metrics[k];
+            if (v === null || v === undefined) return null;
+            return k.endsWith("_llm") ? (v - 1) / 4 : v;
+          }),
+        }));
+        window.Plotly.newPlot(chart, traces, {barmode: "group", yaxis: {range: [0, 1]},
+          margin: {t: 20}, legend: {orientation: "h"}}, {responsive: true, displaylogo: false});
+      });
+  }
+});

@@ -1,0 +1,91 @@
+"""The REST API: shapes, errors, and scores identical to the offline evaluator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from medvidbench.evaluate import evaluate
+from medvidbench.profiles import METRIC_KEYS
+from medvidbench.runtime import Runtime
+from tests.web.conftest import login, token_for
+
+
+def upload(client: TestClient, token: str, path: Path, name: str, **extra: str):  # type: ignore[no-untyped-def]
+    with path.open("rb") as fh:
+        return client.post(
+            "/api/v1/submissions",
+            headers={"Authorization": f"Bearer {token}"},
+            files={"file": (path.name, fh, "application/json")},
+            data={"model_name": name, **extra},
+        )
+
+
+def test_public_endpoints(client: TestClient) -> None:
+    health = client.get("/api/v1/health").json()
+    assert health["status"] == "ok" and health["demo"] is True and health["samples"] == 600
+    (bench,) = client.get("/api/v1/benchmarks").json()
+    assert set(bench) == {"id", "name", "sha256", "samples", "tasks", "demo"}
+    table = client.get("/api/v1/metrics").json()
+    assert [m["key"] for m in table["metrics"]] == list(METRIC_KEYS)
+    board = client.get("/api/v1/boards/official").json()
+    assert len(board) == 19 and all(
+        r["badges"] == ["reported"] or "reported" in r["badges"] for r in board
+    )
+    assert [r["rank"] for r in board] == list(range(1, 20))
+    csv = client.get("/api/v1/boards/official?format=csv")
+    assert csv.headers["content-type"].startswith("text/csv") and "TAG_mIoU@0.3" in csv.text
+    spec = client.get("/openapi.json").json()
+    assert "/api/v1/submissions" in spec["paths"] and "/api/v1/boards/{kind}" in spec["paths"]
+
+
+def test_errors_have_one_json_shape(client: TestClient) -> None:
+    for response, status in (
+        (client.get("/api/v1/boards/weekly"), 404),
+        (client.get("/api/v1/boards/official?format=xml"), 400),
+        (client.get("/api/v1/submissions"), 401),
+        (client.get("/api/v1/compare?entries=999999"), 404),
+    ):
+        assert response.status_code == status
+        body = response.json()
+        assert set(body) >= {"error", "message"} and body["message"]
+
+
+def test_submission_through_the_api_scores_like_the_evaluator(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    login(client, web_runtime)
+    token = token_for(client)
+    created = upload(client, token, synthetic["strong"], "ApiModel", organisation="Lab")
+    assert created.status_code == 202, created.text
+    body = created.json()
+    detail = client.get(f"/api/v1/submissions/{body['id']}").json()
+    assert detail["status"] == "scored"
+    expected = evaluate(synthetic["strong"], synthetic["ground_truth"]).metrics
+    assert detail["metrics"] == expected
+    mine = client.get("/api/v1/submissions", headers={"Authorization": f"Bearer {token}"}).json()
+    assert [s["model_name"] for s in mine] == ["ApiModel"]
+    entry = next(r for r in client.get("/api/v1/boards/community").json())
+    compared = client.get(f"/api/v1/compare?entries={entry['entry_id']}").json()
+    assert compared["entries"][0]["model_name"] == "ApiModel"
+
+
+def test_invalid_duplicate_and_oversized_uploads(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path], tmp_path: Path
+) -> None:
+    login(client, web_runtime)
+    token = token_for(client)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}]))
+    invalid = upload(client, token, bad, "Bad")
+    assert invalid.status_code == 422
+    assert invalid.json()["problems"][0]["message"].startswith("record 0 (id 'x')")
+    assert upload(client, token, synthetic["weak"], "One").status_code == 202
+    duplicate = upload(client, token, synthetic["weak"], "Two")
+    assert duplicate.status_code == 409 and "already submitted" in duplicate.json()["message"]
+    web_runtime.settings.max_submission_bytes = 1000
+    too_big = upload(client, token, synthetic["strong"], "Big")
+    assert too_big.status_code == 413
+    assert upload(client, "mvb_wrong", synthetic["strong"], "X").status_code == 401

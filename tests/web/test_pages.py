@@ -1,0 +1,137 @@
+"""Pages: they render, stay small, escape everything, and guard every form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from medvidbench.leaderboards import add_reported
+from medvidbench.runtime import Runtime
+from tests.web.conftest import csrf, login
+
+PAGES = [
+    "/",
+    "/board/official",
+    "/board/community",
+    "/about",
+    "/compare",
+    "/login",
+    "/signup",
+    "/compare?entries=1,2",
+    "/board/official?sort=nap_acc&order=asc&q=qwen",
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_render_small_with_security_headers(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    assert len(response.content) < 300_000
+    assert "Demo data." in response.text
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "<script>" not in response.text  # no inline script anywhere
+
+
+def test_about_names_metrics_correctly(client: TestClient) -> None:
+    text = client.get("/about").text
+    assert "TAG_mIoU@0.3" in text and "not mAP" in text
+    assert "R2 medical terminology, R3" in text and "R7" not in text
+    assert "average rank" in text
+
+
+def test_login_logout_and_wrong_password(client: TestClient, web_runtime: Runtime) -> None:
+    login(client, web_runtime)
+    assert "webuser" in client.get("/").text
+    wrong = client.post(
+        "/login", data={"username": "webuser", "password": "nope-nope-nope", "csrf": csrf(client)}
+    )
+    assert wrong.status_code == 401 and "wrong username or password" in wrong.text
+    client.post("/logout", data={"csrf": csrf(client, "/")})
+    assert client.get("/submit").headers["location"] == "/login?next=/submit"
+
+
+def test_forms_without_the_csrf_token_are_refused(client: TestClient, web_runtime: Runtime) -> None:
+    login(client, web_runtime)
+    response = client.post("/account/tokens", data={"name": "x"})
+    assert response.status_code == 403 and "another site" in response.text
+
+
+def test_submit_through_the_form(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    login(client, web_runtime)
+    token = csrf(client, "/submit")
+    with synthetic["strong"].open("rb") as fh:
+        response = client.post(
+            "/submit",
+            data={"model_name": "FormModel", "csrf": token, "prompting": "zero-shot"},
+            files={"file": ("p.json", fh, "application/json")},
+        )
+    assert response.status_code == 303
+    detail = client.get(response.headers["location"])
+    assert "FormModel" in detail.text and "TAG_mIoU@0.3" in detail.text
+    assert "Per dataset" in detail.text
+    with synthetic["ground_truth"].open("rb") as fh:
+        refused = client.post(
+            "/submit",
+            data={"model_name": "GT", "csrf": token},
+            files={"file": ("gt.json", fh, "application/json")},
+        )
+    assert refused.status_code == 422 and 'id="problems"' in refused.text
+
+
+def test_hostile_names_are_escaped(client: TestClient, web_runtime: Runtime) -> None:
+    add_reported(
+        web_runtime,
+        None,
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(2)>",
+        {"cvs_acc": 0.5},
+        source='"><b>x</b>',
+    )
+    text = client.get("/board/official").text
+    assert "<script>alert(1)</script>" not in text and "&lt;script&gt;alert(1)" in text
+    assert "<img src=x" not in text and "<b>x</b>" not in text
+
+
+def test_admin_pages_need_the_admin_role_and_confirmation(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    assert client.get("/admin").status_code == 401
+    login(client, web_runtime)
+    assert client.get("/admin").status_code == 403
+    client.post("/logout", data={"csrf": csrf(client, "/")})
+    login(client, web_runtime, "boss", "admin")
+    page = client.get("/admin")
+    assert page.status_code == 200 and "Audit log" in page.text
+    token = csrf(client, "/admin")
+    unconfirmed = client.post(
+        "/admin/add", data={"csrf": token, "model_name": "M", "team": "T", "cvs_acc": "0.4"}
+    )
+    assert unconfirmed.status_code == 400
+    done = client.post(
+        "/admin/add",
+        data={
+            "csrf": token,
+            "model_name": "Manual",
+            "team": "T",
+            "cvs_acc": "0.4",
+            "confirm": "yes",
+        },
+    )
+    assert done.status_code == 303
+    assert "Manual" in client.get("/board/official").text
+    assert "entry.add" in client.get("/admin").text
+    assert client.post("/admin/explode", data={"csrf": token, "confirm": "yes"}).status_code == 404
+
+
+def test_signup_can_be_closed(client: TestClient, web_runtime: Runtime) -> None:
+    web_runtime.settings.signup_enabled = False
+    response = client.post(
+        "/signup", data={"username": "newbie", "password": "x" * 12, "csrf": csrf(client, "/login")}
+    )
+    assert response.status_code == 403
