@@ -16,6 +16,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from medvidbench import __version__
 from medvidbench.errors import MedVidBenchError
 from medvidbench.runtime import Runtime
+from medvidbench.web.limits import BodyLimit, FailureLimiter
 from medvidbench.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
@@ -54,6 +55,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.runtime = runtime
+    app.state.login_failures = FailureLimiter(limit=10, window=300.0)
     app.add_middleware(
         SessionMiddleware,
         secret_key=secret_key(runtime),
@@ -77,6 +79,9 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def on_http(request: Request, exc: HTTPException) -> Response:
+        ours = _our_cause(exc)  # e.g. a 413 raised mid-way through a body being parsed
+        if ours is not None:
+            return await on_error(request, ours)
         message = str(exc.detail) if exc.detail else "error"
         return _error(request, exc.status_code, message, {"error": "HTTPError", "message": message})
 
@@ -103,10 +108,21 @@ def create_app(runtime: Runtime) -> FastAPI:
             bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
         )
 
+    app.add_middleware(BodyLimit, limit=lambda: runtime.settings.max_submission_bytes)
     app.include_router(api.router, prefix="/api/v1")
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def _our_cause(exc: BaseException) -> MedVidBenchError | None:
+    """Our own error behind a framework error that wrapped it (a few links deep at most)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, MedVidBenchError):
+            return seen
+    return None
 
 
 def _error(request: Request, status: int, message: str, body: dict[str, Any]) -> Response:

@@ -183,13 +183,25 @@ async def login(request: Request) -> Response:
     target = str(form.get("next", "/"))
     target = target if target.startswith("/") and not target.startswith("//") else "/"
     rt = request.app.state.runtime
+    username = str(form.get("username", ""))
+    key = f"{request.client.host if request.client else '?'}|{username.casefold()}"
+    limiter = request.app.state.login_failures
+    wait = limiter.blocked(key)
+    if wait:
+        return page(
+            request,
+            "login.html",
+            status=429,
+            next=target,
+            error=f"too many failed attempts; try again in {int(wait) + 1} s",
+        )
     try:
         with rt.sessions() as session:
-            user = accounts.authenticate(
-                session, str(form.get("username", "")), str(form.get("password", ""))
-            )
+            user = accounts.authenticate(session, username, str(form.get("password", "")))
     except MedVidBenchError as exc:
+        limiter.fail(key)
         return page(request, "login.html", status=401, next=target, error=exc.message)
+    limiter.reset(key)
     request.session.clear()
     request.session["uid"] = user.id
     return _see(target)
