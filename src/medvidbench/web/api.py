@@ -83,7 +83,7 @@ def board(rt: Rt, kind: str, format: str = "json") -> Response | list[dict[str, 
 
 
 @router.get("/entries/{entry_id}")
-def entry(rt: Rt, entry_id: int) -> dict[str, Any]:
+def entry(rt: Rt, entry_id: deps.DbId) -> dict[str, Any]:
     for kind in ("official", "community"):
         for row in board_rows(rt, kind):
             if row.entry_id == entry_id:
@@ -96,7 +96,7 @@ def compare(
     rt: Rt, entries: Annotated[str, Query(description="Comma-separated entry ids (2 to 4).")]
 ) -> dict[str, Any]:
     """Two to four entries side by side."""
-    ids = [int(x) for x in entries.split(",") if x.strip().isdigit()]
+    ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()]
     if not 1 <= len(ids) <= 4:
         raise UsageError("compare 1 to 4 entries: ?entries=3,7")
     rows = {r.entry_id: r for kind in ("official", "community") for r in board_rows(rt, kind)}
@@ -171,6 +171,6 @@ def my_submissions(rt: Rt, user: Annotated[User, Depends(deps.api_user)]) -> lis
 
 
 @router.get("/submissions/{submission_id}")
-def submission(request: Request, rt: Rt, submission_id: int) -> dict[str, Any]:
+def submission(request: Request, rt: Rt, submission_id: deps.DbId) -> dict[str, Any]:
     """Status, metrics, per-task and per-dataset results, judge provenance."""
     return submission_view(rt, submission_id, deps.current_user(request))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Path, Request
 
 from medvidbench.accounts import require_role, user_for_token
 from medvidbench.errors import AuthenticationError, PermissionDeniedError
@@ -65,3 +65,17 @@ def check_csrf(request: Request, form: Any) -> None:
         raise PermissionDeniedError(
             "the form expired or came from another site; reload the page and try again"
         )
+
+
+MAX_ID = 2**63 - 1
+DbId = Annotated[int, Path(ge=1, le=MAX_ID, description="A database id.")]
+
+
+def form_id(value: str | None) -> int:
+    """An id from a form field, within what the database can hold."""
+    from medvidbench.errors import UsageError
+
+    text = (value or "").strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_ID:
+        raise UsageError(f"expected an id, got {text[:20]!r}")
+    return int(text)

@@ -28,7 +28,7 @@ from medvidbench.submissions import (
 )
 from medvidbench.tasks.registry import TASKS
 from medvidbench.web.api import read_limited
-from medvidbench.web.deps import admin_user, check_csrf, current_user
+from medvidbench.web.deps import DbId, admin_user, check_csrf, current_user, form_id
 from medvidbench.web.render import page
 from medvidbench.web.views import board_context
 
@@ -60,7 +60,7 @@ def board(request: Request, kind: str) -> Response:
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(request: Request, submission_id: int) -> Response:
+def submission_page(request: Request, submission_id: DbId) -> Response:
     rt = request.app.state.runtime
     view = submission_view(rt, submission_id, current_user(request))
     return page(request, "submission.html", sub=view, metrics=METRICS)
@@ -69,7 +69,7 @@ def submission_page(request: Request, submission_id: int) -> Response:
 @router.get("/compare", response_class=HTMLResponse)
 def compare_page(request: Request, entries: str = "") -> Response:
     rt = request.app.state.runtime
-    ids = [int(x) for x in entries.split(",") if x.strip().isdigit()][:4]
+    ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()][:4]
     rows = {
         r.entry_id: r for k in ("official", "community") for r in leaderboards.board_rows(rt, k)
     }
@@ -283,7 +283,7 @@ async def token_create(request: Request) -> Response:
 
 
 @router.post("/account/tokens/{token_id}/revoke")
-async def token_revoke(request: Request, token_id: int) -> Response:
+async def token_revoke(request: Request, token_id: DbId) -> Response:
     user = current_user(request)
     if user is None:
         return _see("/login?next=/account")
@@ -362,7 +362,7 @@ def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
 def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     from medvidbench.jobs import Jobs
 
-    sid = int(f.get("submission_id", "0"))
+    sid = form_id(f.get("submission_id"))
     with transaction(rt.sessions) as session:
         accounts.audit(
             session,
@@ -380,9 +380,9 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 _ADMIN: dict[str, Any] = {
     "role": _role,
-    "promote": lambda rt, a, f: leaderboards.promote(rt, a, int(f.get("submission_id", "0"))),
+    "promote": lambda rt, a, f: leaderboards.promote(rt, a, form_id(f.get("submission_id"))),
     "add": _add,
-    "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, int(f.get("entry_id", "0"))),
-    "delete": lambda rt, a, f: delete_submission(rt, a, int(f.get("submission_id", "0"))),
+    "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, form_id(f.get("entry_id"))),
+    "delete": lambda rt, a, f: delete_submission(rt, a, form_id(f.get("submission_id"))),
     "rescore": _rescore,
 }
