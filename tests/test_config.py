@@ -35,3 +35,18 @@ def test_invalid_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings()
     with pytest.raises(UsageError, match="MEDVIDBENCH_JUDGE_CONCURRENCY: Input should be greater"):
         load_settings()
+
+
+def test_short_secret_keys_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDVIDBENCH_SECRET_KEY", "too-short")
+    with pytest.raises(UsageError, match="at least 32 characters"):
+        load_settings()
+
+
+def test_production_app_needs_a_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from medvidbench.web.asgi import app
+
+    monkeypatch.delenv("MEDVIDBENCH_SECRET_KEY", raising=False)
+    monkeypatch.setenv("MEDVIDBENCH_DATA_DIR", str(tmp_path))
+    with pytest.raises(UsageError, match="MEDVIDBENCH_SECRET_KEY"):
+        app()

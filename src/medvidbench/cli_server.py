@@ -123,7 +123,11 @@ def worker(
     data_dir: DataDir = None,
 ) -> None:
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
+    import logging
+
     from medvidbench.jobs import run_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     run_worker(runtime(data_dir), workers)  # type: ignore[arg-type]
 
@@ -185,7 +189,15 @@ def serve(
             "--ground-truth", help="The real test set; without it a synthetic demo set is used."
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, max=32, help="Job threads.")] = 2,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=32,
+            help="Job threads in this process; 0 when separate 'medvidbench worker' "
+            "processes run the jobs.",
+        ),
+    ] = 2,
 ) -> None:
     """Run the whole leaderboard in one process: pages, REST API and the job consumer."""
     import uvicorn
@@ -208,7 +220,7 @@ def serve(
             )
     bench = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
     attach_queue(rt)  # type: ignore[arg-type]
-    consumer = start_embedded_consumer(rt, workers)  # type: ignore[arg-type]
+    consumer = start_embedded_consumer(rt, workers) if workers else None  # type: ignore[arg-type]
     app_ = create_app(rt)  # type: ignore[arg-type]
     where = rt.data_dir  # type: ignore[attr-defined]
     err.print(
@@ -229,7 +241,8 @@ def serve(
     try:
         uvicorn.run(app_, host=host, port=port, log_level="warning")
     finally:
-        consumer.stop(graceful=False)
+        if consumer is not None:
+            consumer.stop(graceful=False)
 
 
 @app.command("submit")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from medvidbench.errors import UsageError
@@ -115,6 +115,14 @@ class Settings(BaseSettings):
         description="USD per million input tokens, for the cost estimate (known "
         "prices of common models are used when unset).",
     )
+
+    @field_validator("secret_key")
+    @classmethod
+    def _strong_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("the secret key must have at least 32 characters")
+        return value
+
     judge_price_output_per_mtok: float | None = Field(
         None, ge=0, description="USD per million output tokens, for the cost estimate."
     )
