@@ -60,9 +60,9 @@ class Context:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from medvidbench.embeddings import default_embedder
+            from medvidbench.tasks.nap import prepared_embedder
 
-            self._embedder = (self.embedder_factory or default_embedder)()
+            self._embedder = (self.embedder_factory or prepared_embedder)()
         return self._embedder
 
 
