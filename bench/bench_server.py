@@ -10,7 +10,6 @@ Usage: python bench/bench_server.py [--entries 1000] [--repeat 7]
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import tempfile
 import time
@@ -18,6 +17,8 @@ from pathlib import Path
 
 
 def main() -> None:
+    from board_fixture import populate_board  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=7)
@@ -29,11 +30,10 @@ def main() -> None:
     from medvidbench.config import Settings
     from medvidbench.jobs import attach_queue, start_embedded_consumer
     from medvidbench.leaderboards import board_rows, load_benchmark
-    from medvidbench.profiles import METRIC_KEYS, SCORER_VERSION
     from medvidbench.runtime import Runtime
     from medvidbench.store.db import transaction, upgrade
-    from medvidbench.store.models import Board, Entry, Evaluation, Submission
-    from medvidbench.submissions import model_key, submit
+    from medvidbench.store.models import Submission
+    from medvidbench.submissions import submit
     from medvidbench.synth import write_synthetic
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,47 +75,7 @@ def main() -> None:
         )
 
         # A community board of N scored submissions (rows inserted directly, as scoring would).
-        rng = random.Random(0)
-        with transaction(runtime.sessions) as session:
-            board = session.scalar(
-                select(Board).where(Board.benchmark_id == bench.id, Board.kind == "community")
-            )
-            for i in range(args.entries):
-                sub = Submission(
-                    benchmark_id=bench.id,
-                    user_id=user.id,
-                    model_name=f"m{i}",
-                    model_key=f"m{i}",
-                    file_sha256=f"{i:064x}",
-                    status="scored",
-                )
-                session.add(sub)
-                session.flush()
-                metrics = {
-                    k: (rng.uniform(1, 5) if k.endswith("llm") else rng.random())
-                    if rng.random() > 0.1
-                    else None
-                    for k in METRIC_KEYS
-                }
-                session.add(
-                    Evaluation(
-                        submission_id=sub.id,
-                        profile="leaderboard-v1",
-                        scorer_version=SCORER_VERSION,
-                        metrics=metrics,
-                        per_dataset={},
-                        per_task={},
-                    )
-                )
-                session.add(
-                    Entry(
-                        board_id=board.id,
-                        submission_id=sub.id,
-                        model_name=f"m{i}",
-                        model_key=model_key(f"m{i}"),
-                        team_name="Bench",
-                    )
-                )
+        populate_board(runtime, bench.id, user.id, args.entries)
         runs = []
         for _ in range(args.repeat):
             started = time.perf_counter()

@@ -10,7 +10,6 @@ Usage: python bench/bench_web.py [--entries 1000] [--repeat 9]
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import tempfile
 import time
@@ -18,71 +17,29 @@ from pathlib import Path
 
 
 def main() -> None:
+    from board_fixture import populate_board  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
 
     from fastapi.testclient import TestClient
-    from sqlalchemy import select
 
     from medvidbench.accounts import create_user
     from medvidbench.config import Settings
     from medvidbench.leaderboards import bootstrap
-    from medvidbench.profiles import METRIC_KEYS, SCORER_VERSION
     from medvidbench.runtime import Runtime
     from medvidbench.store.db import transaction, upgrade
-    from medvidbench.store.models import Board, Entry, Evaluation, Submission
     from medvidbench.web.app import create_app
 
     with tempfile.TemporaryDirectory() as tmp:
         runtime = Runtime(Settings(data_dir=Path(tmp)))
         upgrade(runtime.engine)
         bench = bootstrap(runtime)
-        rng = random.Random(0)
         with transaction(runtime.sessions) as session:
             user = create_user(session, "bench", "bench-password-123", team="Bench")
-            board = session.scalar(
-                select(Board).where(Board.benchmark_id == bench.id, Board.kind == "community")
-            )
-            for i in range(args.entries):
-                sub = Submission(
-                    benchmark_id=bench.id,
-                    user_id=user.id,
-                    model_name=f"model-{i}",
-                    model_key=f"model-{i}",
-                    file_sha256=f"{i:064x}",
-                    status="scored",
-                    model_url=f"https://example.org/models/{i}",
-                )
-                session.add(sub)
-                session.flush()
-                metrics = {
-                    k: (rng.uniform(1, 5) if k.endswith("llm") else rng.random())
-                    if rng.random() > 0.1
-                    else None
-                    for k in METRIC_KEYS
-                }
-                session.add(
-                    Evaluation(
-                        submission_id=sub.id,
-                        profile="leaderboard-v1",
-                        scorer_version=SCORER_VERSION,
-                        metrics=metrics,
-                        per_dataset={},
-                        per_task={},
-                    )
-                )
-                session.add(
-                    Entry(
-                        board_id=board.id,
-                        submission_id=sub.id,
-                        model_name=f"model-{i}",
-                        model_key=f"model-{i}",
-                        team_name=f"Team {i % 37}",
-                        model_url=f"https://example.org/models/{i}",
-                    )
-                )
+        populate_board(runtime, bench.id, user.id, args.entries)
         with TestClient(create_app(runtime)) as client:
             for path in (
                 "/board/community",

@@ -34,10 +34,6 @@ class Ranked:
     metric_ranks: dict[str, int]
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 3)
-
-
 def metric_ranks(values: Sequence[float | None]) -> list[int]:
     """Competition ranks ("min"), best first; missing values share the rank after all others.
 
@@ -52,44 +48,42 @@ def metric_ranks(values: Sequence[float | None]) -> list[int]:
     return [first[v] if v is not None else len(present) + 1 for v in values]
 
 
-def normalised(metric: Metric, value: float) -> float:
-    """A metric on a 0-1 scale: judge scores (1-5) map by (s - 1) / 4."""
-    return (value - 1) / 4 if metric.scale == "1-5" else value
-
-
 def rank_rows(
     rows: Sequence[tuple[object, str, Mapping[str, float | None]]],
     metrics: Sequence[Metric] = METRICS,
 ) -> list[Ranked]:
     """Rank ``(key, model name, {metric key: value})`` rows of one board."""
-    values = {m.key: [_rounded(r[2].get(m.key)) for r in rows] for m in metrics}
-    ranks = {k: metric_ranks(v) for k, v in values.items()}
-    maxima = {k: max((x for x in v if x is not None), default=None) for k, v in values.items()}
+    keys = [m.key for m in metrics]
+    columns = [
+        [None if (v := r[2].get(k)) is None else round(float(v), 3) for r in rows] for k in keys
+    ]
+    rank_columns = [metric_ranks(c) for c in columns]
+    maxima = [max((x for x in c if x is not None), default=None) for c in columns]
+    judged = [m.scale == "1-5" for m in metrics]
     out = []
     for i, (key, name, _) in enumerate(rows):
-        mine = {k: ranks[k][i] for k in ranks}
-        norm = 0.0
-        for k, column in values.items():
-            top, mine_value = maxima[k], column[i]
-            if mine_value is not None and top is not None and top > 0:
-                norm += mine_value / top
-        present = [(m, values[m.key][i]) for m in metrics if values[m.key][i] is not None]
+        ranks = [rc[i] for rc in rank_columns]
+        values = [c[i] for c in columns]
+        norm = sum(
+            v / top
+            for v, top in zip(values, maxima, strict=True)
+            if v is not None and top is not None and top > 0
+        )
+        present = [
+            ((v - 1) / 4 if j else v) for v, j in zip(values, judged, strict=True) if v is not None
+        ]
         out.append(
             Ranked(
                 key=key,
                 name=name,
                 rank=0,
-                average_rank=sum(mine.values()) / len(mine) if mine else 0.0,
-                first_places=sum(1 for r in mine.values() if r == 1),
-                rank_sum=sum(mine.values()),
+                average_rank=sum(ranks) / len(ranks) if ranks else 0.0,
+                first_places=ranks.count(1),
+                rank_sum=sum(ranks),
                 normalised_sum=norm,
                 metrics_present=len(present),
-                normalised_average=(
-                    sum(normalised(m, v) for m, v in present if v is not None) / len(present)
-                )
-                if present
-                else None,
-                metric_ranks=mine,
+                normalised_average=sum(present) / len(present) if present else None,
+                metric_ranks=dict(zip(keys, ranks, strict=True)),
             )
         )
     out.sort(key=lambda r: (r.average_rank, -r.first_places, r.rank_sum, -r.normalised_sum, r.name))
