@@ -21,7 +21,9 @@ def _default_cache() -> Path:
 class Settings(BaseSettings):
     """Every configurable value of medvidbench (see docs/configuration.md)."""
 
-    model_config = SettingsConfigDict(env_prefix="MEDVIDBENCH_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="MEDVIDBENCH_", env_file=".env", extra="ignore", populate_by_name=True
+    )
 
     data_dir: Path = Field(
         Path("medvidbench-data"),

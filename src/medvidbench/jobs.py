@@ -8,6 +8,7 @@ that wait too long or whose worker died.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -59,24 +60,45 @@ class Jobs:
         if outcome == "retry":
             task.schedule((submission_id,), delay=RETRY_DELAYS[min(attempt, 2)])
 
-    def _score(self, submission_id: int) -> str:
-        outcome = run_step(self.runtime, submission_id, "score", worker_id())
+    def _score(self, submission_id: int, infra_attempt: int = 0) -> str:
+        try:
+            outcome = run_step(self.runtime, submission_id, "score", worker_id())
+        except Exception:  # the database or file store is unreachable: try again later
+            self._later(
+                self.score, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
+            )
+            raise
         if outcome == "done" and self.runtime.settings.judge_enabled:
             self.judge(submission_id)
         self._retry(self.score, submission_id, outcome, 0)
         return outcome
 
-    def _judge(self, submission_id: int) -> str:
+    def _judge(self, submission_id: int, infra_attempt: int = 0) -> str:
         from medvidbench.judge.client import Judge, JudgeConfig
         from medvidbench.store.judge_cache import DatabaseJudgeCache
 
-        judge = Judge(
-            JudgeConfig.from_settings(self.runtime.settings),
-            DatabaseJudgeCache(self.runtime.sessions),
-        )
-        outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
+        try:
+            judge = Judge(
+                JudgeConfig.from_settings(self.runtime.settings),
+                DatabaseJudgeCache(self.runtime.sessions),
+            )
+            outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
+        except Exception:
+            self._later(
+                self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
+            )
+            raise
         self._retry(self.judge, submission_id, outcome, 0)
         return outcome
+
+    @staticmethod
+    def _later(task: Any, submission_id: int, infra_attempt: int, lease: int) -> None:
+        """Re-run a job that hit an infrastructure error once its own lease has expired (so the
+        claim can be taken again), backing off; claims make a duplicate harmless, and the
+        reaper is the backstop."""
+        delay = lease + min(60, 2**infra_attempt)
+        with contextlib.suppress(Exception):  # the queue itself is down: the reaper re-enqueues
+            task.schedule((submission_id, infra_attempt + 1), delay=delay)
 
     def _rescore(self, submission_id: int, profile: str) -> bool:
         return rescore(self.runtime, submission_id, profile)

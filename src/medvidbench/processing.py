@@ -295,3 +295,17 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
+
+
+def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
+    """Put a scored or completed submission back in line for judging (cached pairs are free).
+
+    Returns whether it was put back (False when it is not at a judgeable stage).
+    """
+    with transaction(runtime.sessions) as session:
+        result = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.status.in_(("scored", "complete")))
+            .values(status="scored")
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]

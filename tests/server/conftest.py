@@ -39,7 +39,7 @@ def service_missing(what: str, exc: Exception) -> None:
 def postgres_url() -> Iterator[str]:
     """A fresh, empty schema in the test database, dropped afterwards."""
     schema = f"mvb_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_BASE)
+    admin = create_engine(PG_BASE, pool_pre_ping=True)  # survives a server restart in a test
     try:
         with admin.begin() as conn:
             conn.execute(text(f"CREATE SCHEMA {schema}"))

@@ -63,9 +63,11 @@ class FakeJudgeServer:
         seed: int = 0,
         model: str = "fake-judge-1",
         api_key: str | None = None,
+        outage_requests: int = 0,
     ) -> None:
         self.responder, self.latency, self.model = responder, latency, model
         self.api_key = api_key
+        self.outage_requests = outage_requests  # the first N requests all get a 500
         self.rates = {
             "429": rate_429,
             "500": rate_500,
@@ -140,6 +142,8 @@ class FakeJudgeServer:
                     self._send(401, {"error": {"message": "invalid api key"}}, {})
                     return
                 fault = fake._draw()
+                if fake.requests <= fake.outage_requests:
+                    fault = "500"
                 time.sleep(fake.latency)
                 if fault == "429":
                     self._send(

@@ -373,7 +373,10 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
         )
     if isinstance(rt.queue, Jobs):
         if f.get("kind") == "rejudge":
-            rt.queue.judge(sid)
+            from medvidbench.processing import request_rejudge
+
+            if request_rejudge(rt, sid):
+                rt.queue.judge(sid)
         else:
             rt.queue.rescore(sid, f.get("profile", "strict-v2"))
 

@@ -1,0 +1,179 @@
+"""Faults: the judge endpoint failing for a while, the database restarting under workers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from medvidbench.judge.fake_server import FakeJudgeServer
+from medvidbench.processing import request_rejudge
+from medvidbench.store.models import Evaluation, Submission
+from medvidbench.submissions import submit
+from tests.server.conftest import build_runtime, make_user
+
+
+def judged_runtime(tmp_path: Path, synthetic: dict[str, Path], url: str):  # type: ignore[no-untyped-def]
+    return build_runtime(
+        tmp_path,
+        None,
+        synthetic["ground_truth"],
+        judge_enabled=True,
+        judge_base_url=url,
+        judge_api_key="k",
+        judge_concurrency=4,
+        judge_max_attempts=5,
+    )
+
+
+def test_judge_outage_for_a_while_then_recovery(tmp_path: Path, synthetic: dict[str, Path]) -> None:
+    with FakeJudgeServer(outage_requests=30) as judge:
+        runtime = judged_runtime(tmp_path, synthetic, judge.url)
+        sub = submit(runtime, make_user(runtime), synthetic["weak"].read_bytes(), "Outage")
+        with runtime.sessions() as session:
+            row = session.get(Submission, sub.id)
+            assert row is not None and row.status == "complete"
+            judged = session.scalar(
+                select(Evaluation).where(
+                    Evaluation.submission_id == sub.id, Evaluation.judge_id != ""
+                )
+            )
+        assert judged is not None and judged.judge["failures"] == 0
+        assert judged.judge["retries"] >= 30 and judged.metrics["vs_llm"] is not None
+        asked = judge.requests
+        # Re-judging later asks nothing again: every pair is cached.
+        assert request_rejudge(runtime, sub.id)
+        runtime.queue.judge(sub.id)  # type: ignore[attr-defined]
+        assert judge.requests == asked
+        with runtime.sessions() as session:
+            assert session.get(Submission, sub.id).status == "complete"  # type: ignore[union-attr]
+            assert session.scalar(select(func.count()).select_from(Evaluation)) == 2
+
+
+def test_judge_down_throughout_still_reaches_a_final_state(
+    tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    with FakeJudgeServer(rate_500=1.0) as judge:
+        runtime = judged_runtime(tmp_path, synthetic, judge.url)
+        runtime.settings.judge_max_attempts = 2
+        sub = submit(runtime, make_user(runtime), synthetic["weak"].read_bytes(), "Down")
+        with runtime.sessions() as session:
+            row = session.get(Submission, sub.id)
+            judged = session.scalar(
+                select(Evaluation).where(
+                    Evaluation.submission_id == sub.id, Evaluation.judge_id != ""
+                )
+            )
+    assert row is not None and row.status == "complete"
+    assert judged is not None and judged.metrics["vs_llm"] is None  # never a made-up score
+    assert judged.judge["success_rate"] == 0.0 and judged.judge["failures"] > 0
+    assert judged.metrics["tag_miou_03"] is not None  # rule-based metrics unaffected
+    json.dumps(judged.judge)
+
+
+def test_database_restart_under_two_workers(
+    tmp_path: Path, synthetic: dict[str, Path], postgres_url: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import redis
+
+    from medvidbench.jobs import attach_queue
+    from medvidbench.store.models import Entry
+    from tests.server.conftest import REDIS_URL, service_missing
+    from tests.server.test_concurrency import variants
+
+    queue_url = f"{REDIS_URL}/14"
+    try:
+        redis.Redis.from_url(queue_url).flushdb()
+    except Exception as exc:
+        service_missing("Redis", exc)
+    versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
+    if not versions:
+        service_missing("a local PostgreSQL cluster to restart", RuntimeError("/etc/postgresql"))
+    runtime = build_runtime(
+        tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url, job_lease_seconds=5
+    )
+    attach_queue(runtime)
+    user = make_user(runtime)
+    subs = [
+        submit(runtime, user, data, f"db{i}")
+        for i, data in enumerate(variants(synthetic["weak"], 30))
+    ]
+    env = {
+        **os.environ,
+        "MEDVIDBENCH_QUEUE_URL": queue_url,
+        "MEDVIDBENCH_DATABASE_URL": postgres_url,
+        "MEDVIDBENCH_JOB_LEASE_SECONDS": "5",
+    }
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "medvidbench",
+                "worker",
+                "--workers",
+                "2",
+                "--data-dir",
+                str(runtime.data_dir),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(2)
+    ]
+
+    def scored() -> int:
+        with runtime.sessions() as session:
+            return int(
+                session.scalar(
+                    select(func.count())
+                    .select_from(Submission)
+                    .where(Submission.status == "scored")
+                )
+                or 0
+            )
+
+    try:
+        deadline = time.monotonic() + 60
+        while scored() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            try:
+                if scored() == 30:
+                    break
+            except Exception:
+                pass  # the database is still coming back
+            time.sleep(0.2)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.wait(timeout=30)
+        redis.Redis.from_url(queue_url).flushdb()
+    with runtime.sessions() as session:
+        statuses = list(session.scalars(select(Submission.status)))
+        per_sub = [
+            n
+            for _, n in session.execute(
+                select(Evaluation.submission_id, func.count()).group_by(Evaluation.submission_id)
+            )
+        ]
+        entries = session.scalar(select(func.count()).select_from(Entry))
+    assert statuses == ["scored"] * 30  # none lost
+    assert per_sub == [1] * 30 and entries == 30  # none duplicated
+    assert len(subs) == 30
