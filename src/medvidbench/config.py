@@ -54,6 +54,12 @@ class Settings(BaseSettings):
         description="How long a worker owns a submission without renewing its lease; "
         "after that another worker may take the job over.",
     )
+    job_requeue_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="How long a queued submission waits for its job before a "
+        "worker re-enqueues it (after a queue restart lost it).",
+    )
     job_max_attempts: int = Field(
         3,
         ge=1,

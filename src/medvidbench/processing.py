@@ -197,9 +197,10 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         return "failed" if final else "retry"
 
 
-def stale(runtime: Runtime, queued_grace: float = 30.0) -> list[tuple[int, str]]:
+def stale(runtime: Runtime) -> list[tuple[int, str]]:
     """Submissions needing a job: queued for a while, or running with an expired lease."""
     now = _now()
+    queued_grace = runtime.settings.job_requeue_seconds
     conditions = [
         and_(
             Submission.status == "queued",

@@ -177,3 +177,164 @@ def test_database_restart_under_two_workers(
     assert statuses == ["scored"] * 30  # none lost
     assert per_sub == [1] * 30 and entries == 30  # none duplicated
     assert len(subs) == 30
+
+
+def redis_restart() -> None:
+    """Stop and start this machine's Redis (it keeps nothing on disk: queued jobs are lost)."""
+    import subprocess
+    import time
+
+    import redis
+
+    subprocess.run(
+        ["redis-cli", "-h", "127.0.0.1", "-p", "6379", "shutdown", "nosave"],
+        capture_output=True,
+        timeout=30,
+    )
+    subprocess.run(
+        [
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "-::1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            "/var/lib/redis",
+            "--logfile",
+            "/var/log/redis/ci.log",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    for _ in range(100):
+        try:
+            if redis.Redis(host="127.0.0.1", port=6379).ping():
+                return
+        except Exception:
+            time.sleep(0.1)
+    raise RuntimeError("redis did not come back")
+
+
+def test_redis_restart_loses_queued_jobs_but_no_submission(
+    tmp_path: Path, synthetic: dict[str, Path], postgres_url: str
+) -> None:
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import redis
+
+    from medvidbench.jobs import attach_queue
+    from tests.server.conftest import REDIS_URL, service_missing
+    from tests.server.test_concurrency import variants
+
+    queue_url = f"{REDIS_URL}/15"
+    try:
+        redis.Redis.from_url(queue_url).flushdb()
+    except Exception as exc:
+        service_missing("Redis", exc)
+    if shutil.which("redis-server") is None:
+        service_missing("redis-server (to restart)", RuntimeError("not on PATH"))
+    runtime = build_runtime(tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url)
+    attach_queue(runtime)
+    user = make_user(runtime)
+    for i, data in enumerate(variants(synthetic["weak"], 12)):
+        submit(runtime, user, data, f"r{i}")  # 12 jobs wait in Redis
+    assert redis.Redis.from_url(queue_url).dbsize() > 0
+    redis_restart()  # every queued job is gone
+    assert redis.Redis.from_url(queue_url).dbsize() == 0
+    env = {
+        **os.environ,
+        "MEDVIDBENCH_QUEUE_URL": queue_url,
+        "MEDVIDBENCH_DATABASE_URL": postgres_url,
+        "MEDVIDBENCH_JOB_REQUEUE_SECONDS": "1",
+    }
+    time.sleep(1.2)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "medvidbench", "worker", "--data-dir", str(runtime.data_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            with runtime.sessions() as session:
+                done = session.scalar(
+                    select(func.count())
+                    .select_from(Submission)
+                    .where(Submission.status == "scored")
+                )
+            if done == 12:
+                break
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        redis.Redis.from_url(queue_url).flushdb()
+    with runtime.sessions() as session:
+        statuses = list(session.scalars(select(Submission.status)))
+        per_sub = [
+            n
+            for _, n in session.execute(
+                select(Evaluation.submission_id, func.count()).group_by(Evaluation.submission_id)
+            )
+        ]
+    assert statuses == ["scored"] * 12 and per_sub == [1] * 12
+
+
+def test_worker_killed_mid_scoring_is_taken_over(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from medvidbench.jobs import attach_queue
+    from medvidbench.synth import write_synthetic
+
+    # A set large enough that scoring garbage (every next-action answer embedded) takes seconds.
+    files = write_synthetic(tmp_path / "big", samples=20_000, seed=3, archetypes=("garbage",))
+    runtime = build_runtime(tmp_path, None, files["ground_truth"], job_lease_seconds=5)
+    attach_queue(runtime)
+    sub = submit(runtime, make_user(runtime), files["garbage"].read_bytes(), "Slow")
+    env = {**os.environ, "MEDVIDBENCH_JOB_LEASE_SECONDS": "5"}
+    cmd = [sys.executable, "-m", "medvidbench", "worker", "--data-dir", str(runtime.data_dir)]
+
+    def status() -> str:
+        with runtime.sessions() as session:
+            return str(session.scalar(select(Submission.status).where(Submission.id == sub.id)))
+
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while status() != "scoring" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    assert status() == "scoring", "scoring finished before the kill; the test set is too small"
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    time.sleep(5.5)  # the lease expires
+    second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while status() != "scored" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=30)
+    with runtime.sessions() as session:
+        row = session.get(Submission, sub.id)
+        evaluations = session.scalar(select(func.count()).select_from(Evaluation))
+    assert row is not None and row.status == "scored" and row.attempts == 2
+    assert evaluations == 1
