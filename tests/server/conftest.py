@@ -35,6 +35,18 @@ def service_missing(what: str, exc: Exception) -> None:
     pytest.skip(message)
 
 
+def redis_queue(db: int) -> str:
+    """An empty Redis database for one test's queue (skipped locally, failed in CI, if down)."""
+    import redis
+
+    url = f"{REDIS_URL}/{db}"
+    try:
+        redis.Redis.from_url(url).flushdb()
+    except Exception as exc:
+        service_missing("Redis", exc)
+    return url
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh, empty schema in the test database, dropped afterwards."""

@@ -11,7 +11,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.processing import request_rejudge
 from medvidbench.store.models import Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user
+from tests.server.conftest import build_runtime, make_user, redis_queue
 
 
 def judged_runtime(tmp_path: Path, synthetic: dict[str, Path], url: str):  # type: ignore[no-untyped-def]
@@ -85,14 +85,10 @@ def test_database_restart_under_two_workers(
 
     from medvidbench.jobs import attach_queue
     from medvidbench.store.models import Entry
-    from tests.server.conftest import REDIS_URL, service_missing
+    from tests.server.conftest import service_missing
     from tests.server.test_concurrency import variants
 
-    queue_url = f"{REDIS_URL}/14"
-    try:
-        redis.Redis.from_url(queue_url).flushdb()
-    except Exception as exc:
-        service_missing("Redis", exc)
+    queue_url = redis_queue(14)
     versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
     if not versions:
         service_missing("a local PostgreSQL cluster to restart", RuntimeError("/etc/postgresql"))
@@ -236,14 +232,10 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
     import redis
 
     from medvidbench.jobs import attach_queue
-    from tests.server.conftest import REDIS_URL, service_missing
+    from tests.server.conftest import service_missing
     from tests.server.test_concurrency import variants
 
-    queue_url = f"{REDIS_URL}/15"
-    try:
-        redis.Redis.from_url(queue_url).flushdb()
-    except Exception as exc:
-        service_missing("Redis", exc)
+    queue_url = redis_queue(15)
     if shutil.which("redis-server") is None:
         service_missing("redis-server (to restart)", RuntimeError("not on PATH"))
     runtime = build_runtime(tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url)

@@ -17,7 +17,7 @@ from medvidbench.jobs import attach_queue
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Entry, Evaluation, Submission, User
 from medvidbench.web.app import create_app
-from tests.server.conftest import REDIS_URL, build_runtime, make_user, service_missing
+from tests.server.conftest import build_runtime, make_user, redis_queue
 from tests.server.test_concurrency import variants
 
 
@@ -26,11 +26,7 @@ def test_hundred_submissions_through_the_api_two_workers_each_scored_once(
 ) -> None:
     import redis
 
-    queue_url = f"{REDIS_URL}/12"
-    try:
-        redis.Redis.from_url(queue_url).flushdb()
-    except Exception as exc:
-        service_missing("Redis", exc)
+    queue_url = redis_queue(12)
     runtime = build_runtime(tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url)
     attach_queue(runtime)  # the web app enqueues to Redis
     user = make_user(runtime, "loader")

@@ -18,7 +18,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.runtime import Runtime
 from medvidbench.store.models import Entry, Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import REDIS_URL, build_runtime, make_user, service_missing
+from tests.server.conftest import build_runtime, make_user, redis_queue
 from tests.server.test_concurrency import variants
 
 
@@ -109,11 +109,7 @@ def test_two_workers_on_redis_never_process_a_submission_twice(
 ) -> None:
     import redis
 
-    queue_url = f"{REDIS_URL}/11"
-    try:
-        redis.Redis.from_url(queue_url).flushdb()
-    except Exception as exc:
-        service_missing("Redis", exc)
+    queue_url = redis_queue(11)
     env = {
         **os.environ,
         "MEDVIDBENCH_QUEUE_URL": queue_url,
