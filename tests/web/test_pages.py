@@ -135,3 +135,42 @@ def test_signup_can_be_closed(client: TestClient, web_runtime: Runtime) -> None:
         "/signup", data={"username": "newbie", "password": "x" * 12, "csrf": csrf(client, "/login")}
     )
     assert response.status_code == 403
+
+
+def test_hostile_submission_fields_are_escaped_on_every_page(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    from tests.web.conftest import token_for
+
+    login(client, web_runtime, "mallory")
+    token = token_for(client)
+    payload = "<script>alert(document.cookie)</script>"
+    with synthetic["weak"].open("rb") as fh:
+        created = client.post(
+            "/api/v1/submissions",
+            headers={"Authorization": f"Bearer {token}"},
+            files={"file": ("w.json", fh)},
+            data={
+                "model_name": payload,
+                "organisation": "<img src=x onerror=1>",
+                "model_url": 'https://example.org/"><script>x()</script>',
+            },
+        )
+    assert created.status_code == 202, created.text
+    sid = created.json()["id"]
+    entry = client.get("/api/v1/boards/community").json()[0]["entry_id"]
+    client.post("/logout", data={"csrf": csrf(client, "/")})
+    login(client, web_runtime, "admin2", "admin")
+    for path in (
+        "/board/community",
+        f"/submissions/{sid}",
+        f"/compare?entries={entry}",
+        "/admin",
+        "/account",
+        "/board/community?q=%3Cscript%3E",
+    ):
+        text = client.get(path).text
+        assert "<script>alert" not in text and "<img src=x" not in text, path
+        assert "<script>x()" not in text, path
+    csv_text = client.get("/api/v1/boards/community?format=csv").text
+    assert payload in csv_text  # data, not markup: a CSV is not rendered as HTML
