@@ -7,6 +7,8 @@ skipped on a developer's machine, and fail under CI=true, where it must be up.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +35,27 @@ def service_missing(what: str, exc: Exception) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{message}; CI must run these tests")
     pytest.skip(message)
+
+
+def start_worker(
+    data_dir: Path, env: dict[str, str], workers: int = 2, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """A real ``medvidbench worker`` process (its log in ``log`` when given)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "medvidbench",
+            "worker",
+            "--workers",
+            str(workers),
+            "--data-dir",
+            str(data_dir),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w") if log is not None else subprocess.DEVNULL,
+    )
 
 
 def redis_queue(db: int) -> str:

@@ -11,7 +11,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.processing import request_rejudge
 from medvidbench.store.models import Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user, redis_queue
+from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
 
 
 def judged_runtime(tmp_path: Path, synthetic: dict[str, Path], url: str):  # type: ignore[no-untyped-def]
@@ -78,7 +78,6 @@ def test_database_restart_under_two_workers(
     import os
     import signal
     import subprocess
-    import sys
     import time
 
     import redis
@@ -107,24 +106,7 @@ def test_database_restart_under_two_workers(
         "MEDVIDBENCH_DATABASE_URL": postgres_url,
         "MEDVIDBENCH_JOB_LEASE_SECONDS": "5",
     }
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "medvidbench",
-                "worker",
-                "--workers",
-                "2",
-                "--data-dir",
-                str(runtime.data_dir),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(2)
-    ]
+    workers = [start_worker(runtime.data_dir, env) for _ in range(2)]
 
     def scored() -> int:
         with runtime.sessions() as session:
@@ -225,8 +207,6 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
     import os
     import shutil
     import signal
-    import subprocess
-    import sys
     import time
 
     import redis
@@ -253,12 +233,7 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
         "MEDVIDBENCH_JOB_REQUEUE_SECONDS": "1",
     }
     time.sleep(1.2)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "medvidbench", "worker", "--data-dir", str(runtime.data_dir)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(runtime.data_dir, env)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -289,8 +264,6 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
 def test_worker_killed_mid_scoring_is_taken_over(tmp_path: Path) -> None:
     import os
     import signal
-    import subprocess
-    import sys
     import time
 
     from medvidbench.jobs import attach_queue
@@ -302,13 +275,12 @@ def test_worker_killed_mid_scoring_is_taken_over(tmp_path: Path) -> None:
     attach_queue(runtime)
     sub = submit(runtime, make_user(runtime), files["garbage"].read_bytes(), "Slow")
     env = {**os.environ, "MEDVIDBENCH_JOB_LEASE_SECONDS": "5"}
-    cmd = [sys.executable, "-m", "medvidbench", "worker", "--data-dir", str(runtime.data_dir)]
 
     def status() -> str:
         with runtime.sessions() as session:
             return str(session.scalar(select(Submission.status).where(Submission.id == sub.id)))
 
-    first = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = start_worker(runtime.data_dir, env)
     deadline = time.monotonic() + 60
     while status() != "scoring" and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -317,7 +289,7 @@ def test_worker_killed_mid_scoring_is_taken_over(tmp_path: Path) -> None:
     first.send_signal(signal.SIGKILL)
     first.wait()
     time.sleep(5.5)  # the lease expires
-    second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    second = start_worker(runtime.data_dir, env)
     try:
         deadline = time.monotonic() + 120
         while status() != "scored" and time.monotonic() < deadline:

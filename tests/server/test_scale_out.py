@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from medvidbench.jobs import attach_queue
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Entry, Evaluation, Submission, User
 from medvidbench.web.app import create_app
-from tests.server.conftest import build_runtime, make_user, redis_queue
+from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
 from tests.server.test_concurrency import variants
 
 
@@ -38,24 +36,7 @@ def test_hundred_submissions_through_the_api_two_workers_each_scored_once(
         "MEDVIDBENCH_DATABASE_URL": postgres_url,
     }
     logs = [tmp_path / f"worker{i}.log" for i in range(2)]
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "medvidbench",
-                "worker",
-                "--workers",
-                "2",
-                "--data-dir",
-                str(runtime.data_dir),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log.open("w"),
-        )
-        for log in logs
-    ]
+    workers = [start_worker(runtime.data_dir, env, log=log) for log in logs]
     try:
         with TestClient(create_app(runtime)) as client:
             for i, data in enumerate(variants(synthetic["weak"], 100)):

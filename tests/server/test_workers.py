@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,26 +16,8 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.runtime import Runtime
 from medvidbench.store.models import Entry, Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user, redis_queue
+from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
 from tests.server.test_concurrency import variants
-
-
-def start_worker(data_dir: Path, env: dict[str, str], workers: int = 2) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "medvidbench",
-            "worker",
-            "--workers",
-            str(workers),
-            "--data-dir",
-            str(data_dir),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def wait_for(predicate, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
