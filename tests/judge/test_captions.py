@@ -144,6 +144,26 @@ def test_j3_empty_prediction(profile: str, expected: float) -> None:
     assert server.answered == 1  # the empty answer is never sent to the judge
 
 
+@pytest.mark.parametrize("blank", [" ", "\u00a0", "\n", "\t \n"])
+@pytest.mark.parametrize(("profile", "expected", "asked"), [("leaderboard-v1", 3.0, 2), ("strict-v2", 2.5, 1)])
+def test_j3_whitespace_only_prediction(
+    blank: str, profile: str, expected: float, asked: int
+) -> None:
+    """Upstream drops only the empty string: a blank answer is judged as it is under v1."""
+    seen: list[str] = []
+
+    def judge(prompt: str) -> str:
+        answer = prompt.split("PREDICTION:\n", 1)[1].split("\n\nR2 ", 1)[0]
+        seen.append(answer)
+        return lines(4, 4, 4, 4, 4) if answer == "good" else lines(2, 2, 2, 2, 2)
+
+    report, server = run(vs_records(2), ["good", blank], judge, profile)
+    assert report.metrics["vs_llm"] == pytest.approx(expected)
+    assert server.answered == asked
+    if profile == "leaderboard-v1":
+        assert sorted(seen) == sorted(["good", blank])  # sent verbatim, not stripped
+
+
 def test_rc_and_vs_are_separate_metrics() -> None:
     records = [
         *vs_records(1),

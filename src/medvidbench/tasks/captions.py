@@ -6,7 +6,8 @@ the (prediction, reference) pairs each task needs judged, the judge answers them
 recurs (the same DVC pair at several thresholds, or in several samples).
 
 ``leaderboard-v1``
-  * VS/RC: (answer, reference) per sample; an empty answer or reference drops the sample; the
+  * VS/RC: (answer, reference) per sample; an empty answer or reference (the empty string
+    only: whitespace is sent to the judge as it is) drops the sample; the
     metric is the mean over the five aspects of each aspect's mean over judged samples.
   * DVC_llm: events parsed as for DVC_F1 but in seconds and without flattening; for each
     θ in {0.3, 0.5, 0.7} each predicted event pairs with the GT event of highest IoU >= θ.
@@ -16,7 +17,7 @@ recurs (the same DVC pair at several thresholds, or in several samples).
     nothing (bug B7).
 
 ``strict-v2``
-  * VS/RC: an empty answer scores 1 on every aspect (no call); the metric is the mean over
+  * VS/RC: an empty or blank answer scores 1 on every aspect (no call); the metric is the mean over
     samples of each sample's five-aspect mean.
   * DVC_llm: per sample and θ, one optimal one-to-one matching of events at IoU >= θ; every
     matched pair contributes its judged five-aspect mean, every missed GT event and every
@@ -79,6 +80,16 @@ def _iou(a: tuple[float, float], b: tuple[float, float]) -> float:
     return inter / union if union > 0 else 0.0
 
 
+def _blank(text: str, profile: Profile) -> bool:
+    """Whether a VS/RC answer or reference counts as empty.
+
+    Upstream tests the string itself, so under ``leaderboard-v1`` only ``""`` is empty: an answer
+    of whitespace alone (" ", "\\u00a0", "\\n") goes to the judge as it is and its score counts.
+    ``strict-v2`` treats a blank answer as empty too (a miss, scored 1 without a call).
+    """
+    return not text.strip() if profile.strict else text == ""
+
+
 def plan(
     task: str, samples: Sequence[Any], texts: Sequence[str], profile: Profile, config_id: str
 ) -> CaptionPlan:
@@ -95,9 +106,9 @@ def plan(
         p = Planned(s.index, s.dataset)
         if task == "dense_captioning":
             _plan_dvc(p, s, text, profile, request)
-        elif not s.answer.strip():
+        elif _blank(s.answer, profile):
             p.dropped = True
-        elif not text.strip():
+        elif _blank(text, profile):
             p.dropped, p.empty_answer = not profile.strict, True
         else:
             p.key = request(text, s.answer)

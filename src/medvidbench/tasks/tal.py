@@ -111,8 +111,9 @@ def greedy_matches(gt: Sequence[Segment], pred: Sequence[Segment], theta: float)
 def assign(table: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
     """A one-to-one assignment of rows to columns maximising the total of positive entries.
 
-    Exact (dynamic programming over the smaller side) up to 12 on that side; beyond it (never
-    seen in real answers) a global greedy by descending value.
+    Exact at every size (the Hungarian-type solver of ``scipy.optimize.linear_sum_assignment``);
+    pairs whose entry is not positive are not pairs. scipy is imported here, not at module
+    import, so that a run that never needs an assignment does not pay for it.
 
     Examples:
         >>> assign([[0.4, 0.5], [0.0, 0.45]])
@@ -120,34 +121,12 @@ def assign(table: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
     """
     if not table or not table[0]:
         return []
-    transposed = len(table) > len(table[0])
-    rows = [list(c) for c in zip(*table, strict=True)] if transposed else [list(r) for r in table]
-    cols = len(rows[0])
-    if len(rows) > 12:
-        order = sorted(
-            ((v, i, j) for i, r in enumerate(rows) for j, v in enumerate(r) if v > 0), reverse=True
-        )
-        used_i: set[int] = set()
-        used_j: set[int] = set()
-        pairs = []
-        for _, i, j in order:
-            if i not in used_i and j not in used_j:
-                used_i.add(i)
-                used_j.add(j)
-                pairs.append((i, j))
-    else:
-        best: dict[int, tuple[float, list[tuple[int, int]]]] = {0: (0.0, [])}
-        for i, row in enumerate(rows):  # each row takes at most one column not yet taken
-            nxt = dict(best)
-            for mask, (total, chosen) in best.items():
-                for j in range(cols):
-                    if not mask >> j & 1 and row[j] > 0:
-                        key = mask | 1 << j
-                        if key not in nxt or total + row[j] > nxt[key][0]:
-                            nxt[key] = (total + row[j], [*chosen, (i, j)])
-            best = nxt
-        pairs = max(best.values(), key=lambda t: t[0])[1]
-    return sorted((j, i) for i, j in pairs) if transposed else sorted(pairs)
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    values = np.asarray(table, dtype=np.float64)
+    rows, cols = linear_sum_assignment(np.where(values > 0, values, 0.0), maximize=True)
+    return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True) if values[i, j] > 0]
 
 
 def optimal_pairs(gt: Sequence[Segment], pred: Sequence[Segment]) -> list[float]:
