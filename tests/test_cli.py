@@ -135,3 +135,28 @@ def test_the_core_imports_no_server_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_invalid_utf8_is_a_located_error_not_a_traceback(tmp_path: Path) -> None:
+    runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
+    data = (tmp_path / "predictions_strong.json").read_bytes()
+    at = data.index(b'"prediction":"') + len('"prediction":"')
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+    for command in ("evaluate", "validate"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "medvidbench",
+                command,
+                str(bad),
+                "--ground-truth",
+                str(tmp_path / "ground_truth.json"),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert f"not valid UTF-8: byte 0xff at line 1, column {at + 1}" in proc.stdout + proc.stderr

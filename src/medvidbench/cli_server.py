@@ -6,7 +6,10 @@ top of the environment) and calls one service function.
 
 from __future__ import annotations
 
+import errno
 import getpass
+import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -34,6 +37,9 @@ def runtime(data_dir: Path | None, migrate: bool = True) -> object:
     from medvidbench.runtime import Runtime
     from medvidbench.store.db import upgrade
 
+    # Everything a server process writes (database, queue, uploads, the hidden test set, demo
+    # files) is for its owner alone; Runtime sets the modes too, this covers what others create.
+    os.umask(0o077)
     rt = Runtime(load_settings(data_dir=data_dir))
     if migrate:
         upgrade(rt.engine)
@@ -177,6 +183,29 @@ def export(
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or a clear error when the port is taken."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot listen on {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} is in use on {host}; try --port {port + 1} (or stop what uses it)"
+            ) from None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
 @app.command()
 @friendly
 def serve(
@@ -207,6 +236,7 @@ def serve(
     from medvidbench.leaderboards import bootstrap
     from medvidbench.web.app import create_app
 
+    listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
     with rt.sessions() as session:  # type: ignore[attr-defined]
         has_admin = admin_exists(session)
@@ -239,7 +269,10 @@ def serve(
             highlight=False,
         )
     try:
-        uvicorn.run(app_, host=host, port=port, log_level="warning")
+        # Behind a reverse proxy on this machine, X-Forwarded-Proto makes the request https
+        # (and so the session cookie Secure).
+        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True)
+        uvicorn.Server(config).run(sockets=[listener])
     finally:
         if consumer is not None:
             consumer.stop(graceful=False)

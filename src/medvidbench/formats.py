@@ -199,6 +199,31 @@ def decode(data: bytes, typed: Any, layout_hint: str = "auto", what: str = "file
     caller then walks generic records (``records`` are plain dicts when the typed pass failed)
     with its own field checks so that each record's problems are reported.
     """
+    try:
+        return _decode(data, typed, layout_hint, what)
+    except UnicodeDecodeError:  # msgspec validates UTF-8 only inside strings, without a place
+        result = Decoded(
+            [], None, "list", ProblemList(), hashlib.sha256(data).hexdigest(), len(data)
+        )
+        result.problems.add(
+            Problem("not-utf8", f"the {what} is not valid UTF-8: {_bad_utf8(data)}")
+        )
+        return result
+
+
+def _bad_utf8(data: bytes) -> str:
+    """Where the first byte sequence that is not UTF-8 sits, as a line and column."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+        return f"byte 0x{data[offset]:02x} at line {line}, column {col} (save the file as UTF-8)"
+    return "a string holds bytes that are not UTF-8"
+
+
+def _decode(data: bytes, typed: Any, layout_hint: str, what: str) -> Decoded:
     digest = hashlib.sha256(data).hexdigest()
     problems = ProblemList()
     result = Decoded([], None, "list", problems, digest, len(data))

@@ -33,10 +33,12 @@ def make_huey(settings: Settings, immediate: bool = False) -> Any:
         return RedisHuey("medvidbench", url=url, results=False)
     if url:
         raise ValueError("MEDVIDBENCH_QUEUE_URL must be a redis:// URL (or unset for SQLite)")
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteHuey(
-        "medvidbench", filename=str((settings.data_dir / "queue.sqlite3").resolve()), results=False
-    )
+    from medvidbench.runtime import private_dir, private_file
+
+    private_dir(settings.data_dir)
+    queue = (settings.data_dir / "queue.sqlite3").resolve()
+    private_file(queue)
+    return SqliteHuey("medvidbench", filename=str(queue), results=False)
 
 
 def worker_id() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -292,13 +293,20 @@ def remove_entry(runtime: Runtime, actor: User, entry_id: int) -> None:
         session.delete(entry)
 
 
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet may split a cell again on whichever separator its locale uses (",", ";", tab,
+# "|"), so a formula can start after any of them, not only at the start of the cell.
+_FORMULA_START = re.compile(r"""(^|[,;\t|\r\n])(\s*["']?)(?=[=+\-@\t\r])""")
 
 
 def _cell(value: Any) -> Any:
-    """Spreadsheet-safe: text that a spreadsheet would run as a formula gets a leading quote."""
-    if isinstance(value, str) and value.startswith(_FORMULA):
-        return "'" + value
+    """Spreadsheet-safe text: every place a formula could start gets a leading quote.
+
+    Examples:
+        >>> _cell("=1+1"), _cell("x;=cmd|' /C calc'!A0;"), _cell("GPT-4o"), _cell(0.5)
+        ("'=1+1", "x;'=cmd|' /C calc'!A0;", 'GPT-4o', 0.5)
+    """
+    if isinstance(value, str):
+        return _FORMULA_START.sub(lambda m: m.group(1) + m.group(2) + "'", value)
     return value
 
 

@@ -2,6 +2,8 @@
 
 One :class:`Runtime` per process (web server or worker), created explicitly; nothing here
 happens at import time. Stored files are named by database ids and hashes, never by user input.
+The data folder holds the hidden test set, the database and every upload, so it and everything
+in it is the owner's alone: folders 0700, files 0600, whatever the process umask.
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ from medvidbench.errors import NotFoundError
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
 from medvidbench.store.db import database_url, make_engine, make_sessions
 
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) if needed, and make it the owner's alone."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    if path.stat().st_mode & 0o777 != PRIVATE_DIR:
+        path.chmod(PRIVATE_DIR)
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` empty if missing, and make it the owner's alone."""
+    path.touch(mode=PRIVATE_FILE, exist_ok=True)
+    if path.stat().st_mode & 0o777 != PRIVATE_FILE:
+        path.chmod(PRIVATE_FILE)
+
 
 class Runtime:
     """Everything a service function needs, built from settings."""
@@ -27,14 +46,17 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.data_dir = settings.data_dir.resolve()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, GroundTruth] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
 
     @cached_property
     def engine(self) -> Engine:
-        return make_engine(database_url(self.data_dir, self.settings.database_url))
+        url = database_url(self.data_dir, self.settings.database_url)
+        if self.settings.database_url is None:  # SQLite copies the file's mode to -wal, -shm
+            private_file(self.data_dir / "medvidbench.sqlite3")
+        return make_engine(url)
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
@@ -44,7 +66,7 @@ class Runtime:
 
     def _path(self, folder: str, name: str) -> Path:
         directory = self.data_dir / folder
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         return directory / name
 
     def submission_path(self, submission_id: int) -> Path:
@@ -59,7 +81,11 @@ class Runtime:
     def write_atomically(path: Path, data: bytes) -> None:
         """Write compressed bytes so that a reader never sees a half-written file."""
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
-        with gzip.open(tmp, "wb", compresslevel=1) as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with (
+            os.fdopen(fd, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as fh,
+        ):
             fh.write(data)
         os.replace(tmp, path)
 

@@ -145,7 +145,9 @@ def test_j3_empty_prediction(profile: str, expected: float) -> None:
 
 
 @pytest.mark.parametrize("blank", [" ", "\u00a0", "\n", "\t \n"])
-@pytest.mark.parametrize(("profile", "expected", "asked"), [("leaderboard-v1", 3.0, 2), ("strict-v2", 2.5, 1)])
+@pytest.mark.parametrize(
+    ("profile", "expected", "asked"), [("leaderboard-v1", 3.0, 2), ("strict-v2", 2.5, 1)]
+)
 def test_j3_whitespace_only_prediction(
     blank: str, profile: str, expected: float, asked: int
 ) -> None:

@@ -51,3 +51,31 @@ def test_operator_walkthrough(tmp_path: Path, synthetic: dict[str, Path]) -> Non
 def test_server_commands_have_help(command: str) -> None:
     out = run(command, "--help")
     assert out.returncode == 0 and "Usage" in out.stdout
+
+
+def test_serve_on_a_busy_port_says_so_before_starting(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "medvidbench",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path / "data"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2
+    assert f"port {port} is in use on 127.0.0.1; try --port {port + 1}" in proc.stderr
+    assert "Errno" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "MedVidBench leaderboard on" not in proc.stderr  # no banner for a server that is not up

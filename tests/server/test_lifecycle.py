@@ -173,6 +173,25 @@ def test_export_neutralises_spreadsheet_formulas(runtime: Runtime, admin: User) 
     assert rows[0]["metrics"]["cvs_acc"] == 0.5
 
 
+@pytest.mark.parametrize("separator", [",", ";", "\t", "|"])
+def test_export_has_no_live_formula_whatever_the_separator(
+    runtime: Runtime, admin: User, separator: str
+) -> None:
+    """A spreadsheet splits cells on its locale's separator: no piece may start a formula."""
+    hostile = ["x;=cmd|' /C calc'!A0;", "a,+1", "t\t@SUM(A1)", "p| -2+3", 'q; "=1']
+    for i, name in enumerate(hostile):
+        add_reported(runtime, admin, name, name, {"cvs_acc": 0.5}, source=name + str(i))
+    for line in export_board(runtime, "official", "csv").splitlines()[1:]:
+        for piece in line.split(separator):
+            text = piece.strip().lstrip('"').lstrip()
+            try:
+                float(text)
+                continue
+            except ValueError:
+                pass
+            assert not text.startswith(("=", "+", "-", "@")), (separator, line)
+
+
 def test_rescore_keeps_old_evaluations(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:

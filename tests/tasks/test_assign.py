@@ -51,7 +51,10 @@ def test_large_table_is_optimal_where_greedy_is_not() -> None:
 
 def test_thirteen_by_thirteen_beyond_the_old_exact_limit() -> None:
     rng = random.Random(13)
-    table = [[round(rng.random(), 2) if rng.random() < 0.4 else 0.0 for _ in range(13)] for _ in range(13)]
+    table = [
+        [round(rng.random(), 2) if rng.random() < 0.4 else 0.0 for _ in range(13)]
+        for _ in range(13)
+    ]
     # Check against brute force restricted to the nonzero structure: split into the rows'
     # optimum computed by a second, independent exact method (DP over column subsets).
     best: dict[int, float] = {0: 0.0}

@@ -89,3 +89,12 @@ def test_invalid_duplicate_and_oversized_uploads(
     too_big = upload(client, token, synthetic["strong"], "Big")
     assert too_big.status_code == 413
     assert upload(client, "mvb_wrong", synthetic["strong"], "X").status_code == 401
+    web_runtime.settings.max_submission_bytes = 1 << 30
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes(b'[{"id": "x", "qa_type": "tal", "prediction": "caf\xe9"}]')
+    not_utf8 = upload(client, token, latin1, "Latin")
+    assert not_utf8.status_code == 422
+    assert (
+        "not valid UTF-8: byte 0xe9 at line 1, column 50"
+        in not_utf8.json()["problems"][0]["message"]
+    )

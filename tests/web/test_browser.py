@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,50 +18,19 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.web.live import create_user, live_server
+
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("MEDVIDBENCH_ARTIFACTS", "artifacts")) / "screenshots"
 ADMIN_PASSWORD = "browser-admin-password"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("live")
-    cli = [sys.executable, "-m", "medvidbench"]
-    subprocess.run(
-        [*cli, "users", "create", "boss", "--admin", "--password-stdin", "--data-dir", str(data)],
-        input=ADMIN_PASSWORD + "\n",
-        text=True,
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    server = subprocess.Popen(
-        [*cli, "serve", "--port", str(port), "--data-dir", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    while True:
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() - started > 60:
-            raise RuntimeError(
-                f"server did not start: {server.stderr.read() if server.stderr else ''}"
-            )
-        time.sleep(0.1)
-    yield {"url": url, "data": data, "startup": time.monotonic() - started}
-    server.terminate()
-    server.wait(timeout=20)
+    create_user(data, "boss", ADMIN_PASSWORD, "--admin")
+    with live_server(data) as server:
+        yield {"url": server.url, "data": data, "startup": server.startup}
 
 
 @pytest.fixture(scope="module")
