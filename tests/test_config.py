@@ -50,3 +50,72 @@ def test_production_app_needs_a_secret(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setenv("MEDVIDBENCH_DATA_DIR", str(tmp_path))
     with pytest.raises(UsageError, match="MEDVIDBENCH_SECRET_KEY"):
         app()
+
+
+JUDGE_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MEDVIDBENCH_JUDGE_API_KEY",
+    "MEDVIDBENCH_JUDGE_BASE_URL",
+    "MEDVIDBENCH_JUDGE_ENABLED",
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "enabled", "endpoint", "reason"),
+    [
+        ({}, False, None, "no judge configured"),
+        ({"OPENAI_API_KEY": "sk-x"}, True, "https://api.openai.com/v1", "a judge is configured"),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, True, "http://127.0.0.1:9/v1", "configured"),
+        ({"OPENAI_API_KEY": "sk-x", "MEDVIDBENCH_JUDGE_ENABLED": "false"}, False, None, "=false"),
+        (
+            {"MEDVIDBENCH_JUDGE_API_KEY": "k", "MEDVIDBENCH_JUDGE_ENABLED": "true"},
+            True,
+            "https://api.openai.com/v1",
+            "=true",
+        ),
+    ],
+)
+def test_a_configured_judge_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    enabled: bool,
+    endpoint: str | None,
+    reason: str,
+) -> None:
+    from medvidbench.config import judge_state, judge_wanted
+
+    for name in JUDGE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    state = judge_state(settings)
+    assert (state.enabled, judge_wanted(settings)) == (enabled, enabled)
+    assert reason in state.reason
+    if endpoint:
+        assert state.endpoint == endpoint and endpoint in state.describe()
+    assert "sk-x" not in state.describe()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"MEDVIDBENCH_JUDGE_ENABLED": "true"}, "no judge is configured"),
+        (
+            {"MEDVIDBENCH_JUDGE_ENABLED": "true", "OPENAI_BASE_URL": "localhost:8000"},
+            "is not an http:// or https:// address",
+        ),
+    ],
+)
+def test_a_misconfigured_judge_fails_fast(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
+) -> None:
+    from medvidbench.config import judge_state
+
+    for name in JUDGE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(UsageError, match=message):
+        judge_state(load_settings())

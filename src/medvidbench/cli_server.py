@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -30,6 +30,12 @@ app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(bench_app, name="benchmarks")
+
+
+def judge_state(settings: object) -> Any:
+    from medvidbench.config import judge_state as state
+
+    return state(settings)  # type: ignore[arg-type]
 
 
 def runtime(data_dir: Path | None, migrate: bool = True) -> object:
@@ -134,8 +140,9 @@ def worker(
     from medvidbench.jobs import run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-
-    run_worker(runtime(data_dir), workers)  # type: ignore[arg-type]
+    rt = runtime(data_dir)
+    err.print(judge_state(rt.settings).describe(), highlight=False)  # type: ignore[attr-defined]
+    run_worker(rt, workers)  # type: ignore[arg-type]
 
 
 @app.command()
@@ -238,6 +245,7 @@ def serve(
 
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
+    judge = judge_state(rt.settings)  # type: ignore[attr-defined]  # misconfigured: stop here
     with rt.sessions() as session:  # type: ignore[attr-defined]
         has_admin = admin_exists(session)
     if host not in LOOPBACK:
@@ -262,6 +270,7 @@ def serve(
         err.print(
             f"example prediction files to submit: {where / 'demo'}", highlight=False, soft_wrap=True
         )
+    err.print(judge.describe(), highlight=False)
     if not has_admin:
         err.print(
             "no admin account yet: create one with 'medvidbench users create NAME "

@@ -6,7 +6,9 @@ time; call :func:`load_settings` (or construct :class:`Settings`) where it is ne
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -75,10 +77,11 @@ class Settings(BaseSettings):
     signup_enabled: bool = Field(
         True, description="Let visitors create submitter accounts from the sign-up page."
     )
-    judge_enabled: bool = Field(
-        False,
-        description="Judge caption metrics in the background after scoring (needs a "
-        "judge endpoint, see the judge settings).",
+    judge_enabled: bool | None = Field(
+        None,
+        description="Judge caption metrics in the background after scoring. Unset: on "
+        "exactly when a judge is configured (an API key or a base URL, e.g. OPENAI_API_KEY); "
+        "true without either refuses to start; false keeps judging off.",
     )
     max_submission_bytes: int = Field(
         1 << 30, gt=0, description="Largest prediction or ground-truth file read, in bytes."
@@ -149,3 +152,78 @@ def load_settings(**overrides: object) -> Settings:
             f"MEDVIDBENCH_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
         )
         raise UsageError(f"invalid setting: {problems}") from None
+
+
+OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeState:
+    """Whether this server judges caption metrics, and with what (never the key).
+
+    Attributes:
+        enabled: Caption metrics are judged in the background after scoring.
+        endpoint: The base URL requests go to (OpenAI's own when none is configured).
+        model: The judge model requested.
+        reason: One sentence for people: why it is on or off.
+    """
+
+    enabled: bool
+    endpoint: str
+    model: str
+    reason: str
+
+    def describe(self) -> str:
+        """The line ``serve`` and ``worker`` print at startup."""
+        if self.enabled:
+            return f"judge: on, model {self.model} at {self.endpoint} ({self.reason})"
+        return f"judge: off ({self.reason}); caption metrics stay unjudged"
+
+
+def judge_configured(settings: Settings) -> bool:
+    """Whether a judge endpoint is configured: an API key or a base URL."""
+    key = settings.judge_api_key
+    return bool(key is not None and key.get_secret_value()) or bool(settings.judge_base_url)
+
+
+def judge_wanted(settings: Settings) -> bool:
+    """Whether caption metrics are to be judged: as switched, else exactly when configured."""
+    if settings.judge_enabled is None:
+        return judge_configured(settings)
+    return settings.judge_enabled
+
+
+def judge_state(settings: Settings) -> JudgeState:
+    """Decide from the settings whether the judge runs; a configured judge is a used judge.
+
+    Raises:
+        UsageError: judging is switched on but cannot work (no key and no endpoint, or an
+            endpoint that is not an http(s) URL), so that a server fails at startup rather
+            than rescheduling judge jobs forever.
+    """
+    endpoint = settings.judge_base_url or OPENAI_DEFAULT_ENDPOINT
+    configured = judge_configured(settings)
+    if settings.judge_enabled is False:
+        return JudgeState(False, endpoint, settings.judge_model, "MEDVIDBENCH_JUDGE_ENABLED=false")
+    if settings.judge_enabled is None and not configured:
+        return JudgeState(
+            False,
+            endpoint,
+            settings.judge_model,
+            "no judge configured: set OPENAI_API_KEY and/or OPENAI_BASE_URL to judge",
+        )
+    if not configured:
+        raise UsageError(
+            "MEDVIDBENCH_JUDGE_ENABLED is true but no judge is configured: set OPENAI_API_KEY "
+            "(or MEDVIDBENCH_JUDGE_API_KEY), and OPENAI_BASE_URL for a server other than "
+            "OpenAI's (any key works for a local vLLM or Ollama); or set "
+            "MEDVIDBENCH_JUDGE_ENABLED=false"
+        )
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(
+            f"the judge base URL {endpoint!r} is not an http:// or https:// address "
+            "(OPENAI_BASE_URL or MEDVIDBENCH_JUDGE_BASE_URL), e.g. http://127.0.0.1:8000/v1"
+        )
+    why = "MEDVIDBENCH_JUDGE_ENABLED=true" if settings.judge_enabled else "a judge is configured"
+    return JudgeState(True, endpoint, settings.judge_model, why)

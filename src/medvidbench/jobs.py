@@ -9,17 +9,19 @@ that wait too long or whose worker died.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
 import uuid
 from typing import Any
 
-from medvidbench.config import Settings
-from medvidbench.processing import rescore, run_step, stale
+from medvidbench.config import Settings, judge_wanted
+from medvidbench.errors import UsageError
+from medvidbench.processing import rescore, retry_delay, run_step, stale, step_attempts
 from medvidbench.runtime import Runtime
 
-RETRY_DELAYS = (5, 30, 120)
+log = logging.getLogger("medvidbench.jobs")
 
 
 def make_huey(settings: Settings, immediate: bool = False) -> Any:
@@ -58,9 +60,11 @@ class Jobs:
         self.rescore = huey.task(name="rescore")(self._rescore)
         self.reap = huey.periodic_task(crontab(minute="*"), name="reap")(self._reap)
 
-    def _retry(self, task: Any, submission_id: int, outcome: str, attempt: int) -> None:
+    def _retry(self, task: Any, submission_id: int, outcome: str) -> None:
+        """Schedule the next attempt of a step that failed, later after every failure."""
         if outcome == "retry":
-            task.schedule((submission_id,), delay=RETRY_DELAYS[min(attempt, 2)])
+            delay = retry_delay(step_attempts(self.runtime, submission_id))
+            task.schedule((submission_id,), delay=delay)
 
     def _score(self, submission_id: int, infra_attempt: int = 0) -> str:
         try:
@@ -70,9 +74,9 @@ class Jobs:
                 self.score, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
             raise
-        if outcome == "done" and self.runtime.settings.judge_enabled:
+        if outcome == "done" and judge_wanted(self.runtime.settings):
             self.judge(submission_id)
-        self._retry(self.score, submission_id, outcome, 0)
+        self._retry(self.score, submission_id, outcome)
         return outcome
 
     def _judge(self, submission_id: int, infra_attempt: int = 0) -> str:
@@ -80,25 +84,28 @@ class Jobs:
         from medvidbench.store.judge_cache import DatabaseJudgeCache
 
         try:
-            judge = Judge(
-                JudgeConfig.from_settings(self.runtime.settings),
-                DatabaseJudgeCache(self.runtime.sessions),
-            )
+            config = JudgeConfig.from_settings(self.runtime.settings)
+        except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
+            log.error("judge job for submission %s not run: %s", submission_id, exc.message)
+            return "misconfigured"
+        try:
+            judge = Judge(config, DatabaseJudgeCache(self.runtime.sessions))
             outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
         except Exception:
             self._later(
                 self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
             raise
-        self._retry(self.judge, submission_id, outcome, 0)
+        self._retry(self.judge, submission_id, outcome)
         return outcome
 
-    @staticmethod
-    def _later(task: Any, submission_id: int, infra_attempt: int, lease: int) -> None:
+    def _later(self, task: Any, submission_id: int, infra_attempt: int, lease: int) -> None:
         """Re-run a job that hit an infrastructure error once its own lease has expired (so the
-        claim can be taken again), backing off; claims make a duplicate harmless, and the
-        reaper is the backstop."""
-        delay = lease + min(60, 2**infra_attempt)
+        claim can be taken again), backing off, at most ``job_max_attempts`` times; claims make
+        a duplicate harmless, and the reaper is the backstop once the database is back."""
+        if infra_attempt + 1 >= self.runtime.settings.job_max_attempts:
+            return
+        delay = lease + retry_delay(infra_attempt + 1)
         with contextlib.suppress(Exception):  # the queue itself is down: the reaper re-enqueues
             task.schedule((submission_id, infra_attempt + 1), delay=delay)
 

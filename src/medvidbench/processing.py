@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from medvidbench.config import judge_wanted
 from medvidbench.evaluate import Report, evaluate
 from medvidbench.matching import load_submission
 from medvidbench.profiles import DEFAULT_PROFILE, SCORER_VERSION
@@ -52,6 +53,7 @@ def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
                 lease_owner=worker,
                 lease_until=now + timedelta(seconds=runtime.settings.job_lease_seconds),
                 attempts=Submission.attempts + 1,
+                step_attempts=Submission.step_attempts + 1,
             )
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -136,6 +138,7 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
             _ensure_entry(session, sub)
             sub.scored_at = _now()
         sub.status, sub.lease_owner, sub.lease_until, sub.error = done, None, None, None
+        sub.step_attempts = 0  # the next step starts with its own attempts
         if step == "judge":
             sub.finished_at = _now()
     return True
@@ -191,10 +194,24 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         )
         if sub is None:
             return "superseded"
-        final = sub.attempts >= runtime.settings.job_max_attempts
+        final = sub.step_attempts >= runtime.settings.job_max_attempts
         sub.status = "failed" if final else waiting
         sub.error, sub.lease_owner, sub.lease_until = reason, None, None
         return "failed" if final else "retry"
+
+
+def step_attempts(runtime: Runtime, submission_id: int) -> int:
+    """How many times the submission's current step has been claimed."""
+    with runtime.sessions() as session:
+        value = session.scalar(
+            select(Submission.step_attempts).where(Submission.id == submission_id)
+        )
+    return int(value or 0)
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: 5, 15, 45, 135, then 300 at most."""
+    return float(min(300, 5 * 3 ** max(0, attempt - 1)))
 
 
 def stale(runtime: Runtime) -> list[tuple[int, str]]:
@@ -208,7 +225,7 @@ def stale(runtime: Runtime) -> list[tuple[int, str]]:
         ),
         and_(Submission.status.in_(("scoring", "judging")), Submission.lease_until < now),
     ]
-    if runtime.settings.judge_enabled:
+    if judge_wanted(runtime.settings):
         conditions.append(
             and_(
                 Submission.status == "scored",
@@ -307,6 +324,6 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
         result = session.execute(
             update(Submission)
             .where(Submission.id == submission_id, Submission.status.in_(("scored", "complete")))
-            .values(status="scored")
+            .values(status="scored", step_attempts=0)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.accounts import audit, get_or_create_team, require_role
+from medvidbench.config import judge_wanted
 from medvidbench.errors import (
     ConflictError,
     InvalidSubmissionError,
@@ -260,6 +261,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         ev = current_evaluation(session, sub.id)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
     reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
+    judge_on = judge_wanted(runtime.settings)
     per_task = ev.per_task if ev else {}
     if not owner:
         per_task = {
@@ -272,8 +274,8 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "model_url": sub.model_url,
         "team": team.name if team else sub.organisation,
         "status": sub.status,
-        "final": sub.status in FINAL
-        or (sub.status == "scored" and not runtime.settings.judge_enabled),
+        "final": sub.status in FINAL or (sub.status == "scored" and not judge_on),
+        "judge_on": judge_on,
         "timeline": [{"state": s, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
         "created_at": sub.created_at.isoformat(),
         "verdict": sub.verdict,

@@ -79,3 +79,62 @@ def test_serve_on_a_busy_port_says_so_before_starting(tmp_path: Path) -> None:
     assert f"port {port} is in use on 127.0.0.1; try --port {port + 1}" in proc.stderr
     assert "Errno" not in proc.stderr and "Traceback" not in proc.stderr
     assert "MedVidBench leaderboard on" not in proc.stderr  # no banner for a server that is not up
+
+
+def _no_judge_env() -> dict[str, str]:
+    import os
+
+    names = (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MEDVIDBENCH_JUDGE_API_KEY",
+        "MEDVIDBENCH_JUDGE_BASE_URL",
+        "MEDVIDBENCH_JUDGE_ENABLED",
+    )
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["worker"]])
+def test_a_judge_switched_on_without_an_endpoint_stops_at_startup(
+    tmp_path: Path, command: list[str]
+) -> None:
+    env = {**_no_judge_env(), "MEDVIDBENCH_JUDGE_ENABLED": "true"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "medvidbench", *command, "--data-dir", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "MEDVIDBENCH_JUDGE_ENABLED is true but no judge is configured" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_serve_and_health_say_whether_the_judge_is_on(tmp_path: Path) -> None:
+    import httpx
+
+    from medvidbench.judge.fake_server import FakeJudgeServer
+    from tests.web.live import live_server
+
+    with live_server(tmp_path / "off", env=_no_judge_env()) as off:
+        health = httpx.get(f"{off.url}/api/v1/health").json()
+    assert (
+        health["judge"]["enabled"] is False and "no judge configured" in health["judge"]["reason"]
+    )
+    banner = off.process.stderr.read().decode() if off.process.stderr else ""
+    assert "judge: off (no judge configured" in banner
+
+    with FakeJudgeServer() as judge:
+        env = {**_no_judge_env(), "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "secret-key-1"}
+        with live_server(tmp_path / "on", env=env) as on:
+            health = httpx.get(f"{on.url}/api/v1/health").json()
+    assert health["judge"] == {
+        "enabled": True,
+        "endpoint": judge.url,
+        "model": "gpt-4.1",
+        "reason": "a judge is configured",
+    }
+    banner = on.process.stderr.read().decode() if on.process.stderr else ""
+    assert f"judge: on, model gpt-4.1 at {judge.url}" in banner
+    assert "secret-key-1" not in banner and "secret-key-1" not in str(health)

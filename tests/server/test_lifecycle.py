@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -204,3 +205,45 @@ def test_rescore_keeps_old_evaluations(
             session.scalars(select(Evaluation.profile).where(Evaluation.submission_id == sub.id))
         )
     assert profiles == ["leaderboard-v1", "strict-v2"]
+
+
+def test_each_step_has_its_own_attempts_and_retries_back_off(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    """job_max_attempts counts the judge step's own attempts, not the scoring before it."""
+    from medvidbench.processing import retry_delay, step_attempts
+
+    runtime.queue = None
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judge fails")
+    assert run_step(runtime, sub.id, "score", "w0") == "done"
+    assert step_attempts(runtime, sub.id) == 0
+
+    class BrokenJudge:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("judge exploded")
+
+    outcomes = [run_step(runtime, sub.id, "judge", f"j{i}", judge=BrokenJudge()) for i in range(3)]
+    assert outcomes == ["retry", "retry", "failed"]  # 3 judge attempts, job_max_attempts = 3
+    with runtime.sessions() as session:
+        row = session.get(Submission, sub.id)
+        assert row is not None and row.attempts == 4 and row.step_attempts == 3
+    assert [retry_delay(n) for n in range(1, 7)] == [5, 15, 45, 135, 300, 300]
+
+
+def test_an_infrastructure_error_is_rescheduled_at_most_max_attempts_times(
+    runtime: Runtime,
+) -> None:
+    from medvidbench.jobs import Jobs
+
+    scheduled: list[tuple[Any, float]] = []
+
+    class Task:
+        def schedule(self, args: Any, delay: float) -> None:
+            scheduled.append((args, delay))
+
+    jobs = runtime.queue
+    assert isinstance(jobs, Jobs)
+    for attempt in range(5):
+        jobs._later(Task(), 7, attempt, lease=120)
+    assert [args for args, _ in scheduled] == [(7, 1), (7, 2)]  # job_max_attempts = 3 in all
+    assert [delay for _, delay in scheduled] == [125.0, 135.0]

@@ -174,3 +174,29 @@ def test_hostile_submission_fields_are_escaped_on_every_page(
         assert "<script>x()" not in text, path
     csv_text = client.get("/api/v1/boards/community?format=csv").text
     assert payload in csv_text  # data, not markup: a CSV is not rendered as HTML
+
+
+def test_without_a_judge_pages_say_not_judged_instead_of_pending(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.submissions import submit
+    from tests.server.conftest import make_user
+
+    web_runtime.settings.judge_enabled = None
+    web_runtime.settings.judge_api_key = None
+    web_runtime.settings.judge_base_url = None
+    sub = submit(
+        web_runtime, make_user(web_runtime, "nojudge"), synthetic["strong"].read_bytes(), "NoJudge"
+    )
+    page = client.get(f"/submissions/{sub.id}").text
+    assert "Not judged: no judge configured on this server" in page
+    assert 'data-final="yes"' in page and ">pending<" not in page
+    board = client.get("/board/community").text
+    assert "not judged" in board and ">pending<" not in board
+    assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+
+    from pydantic import SecretStr
+
+    web_runtime.settings.judge_api_key = SecretStr("k")
+    page = client.get(f"/submissions/{sub.id}").text
+    assert "Not judged" not in page and ">pending<" in page and 'data-final="no"' in page

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -51,9 +52,14 @@ class Benchmark(Base):
 
 
 class Team(Base):
+    """A team shares one quota; its owner (whoever created it) admits new members."""
+
     __tablename__ = "teams"
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
+    owner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL", use_alter=True, name="fk_teams_owner")
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -64,9 +70,30 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(20), default="submitter")
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
+    # A request to join a team, waiting for its owner or an admin.
+    requested_team_id: Mapped[int | None] = mapped_column(
+        ForeignKey("teams.id", ondelete="SET NULL")
+    )
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # False while a new account waits for an admin (MEDVIDBENCH_SIGNUP_APPROVAL).
+    approved: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    signup_address: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    team: Mapped[Team | None] = relationship()
+    team: Mapped[Team | None] = relationship(foreign_keys=[team_id])
+    requested_team: Mapped[Team | None] = relationship(foreign_keys=[requested_team_id])
+
+
+class WebSession(Base):
+    """A logged-in browser: the cookie carries a random secret, stored here as its SHA-256.
+
+    Logging out deletes the row, so a copied cookie stops working at once.
+    """
+
+    __tablename__ = "web_sessions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class ApiToken(Base):
@@ -125,7 +152,10 @@ class Submission(Base):
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(20), default="received")
     error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # every claim, all steps
+    step_attempts: Mapped[int] = mapped_column(
+        Integer, default=0, server_default=text("0")
+    )  # claims of the step now waiting or running; job_max_attempts applies to it
     lease_owner: Mapped[str | None] = mapped_column(String(80))
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

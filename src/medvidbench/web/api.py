@@ -33,12 +33,36 @@ CHUNK = 1 << 20
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds."""
     bench = current_benchmark(rt)
+    judge = judge_status(rt.settings)
     return {
         "status": "ok",
         "version": __version__,
         "benchmark": bench.name,
         "samples": bench.sample_count,
         "demo": bench.is_demo,
+        "judge": judge,
+    }
+
+
+def judge_status(settings: Any) -> dict[str, Any]:
+    """The judge as the health check and pages report it: on or off, endpoint, model, why."""
+    from medvidbench.config import judge_state
+    from medvidbench.errors import UsageError
+
+    try:
+        state = judge_state(settings)
+    except UsageError as exc:  # a worker may hold the judge; this process only reports
+        return {
+            "enabled": True,
+            "endpoint": None,
+            "model": settings.judge_model,
+            "reason": exc.message,
+        }
+    return {
+        "enabled": state.enabled,
+        "endpoint": state.endpoint if state.enabled else None,
+        "model": state.model if state.enabled else None,
+        "reason": state.reason,
     }
 
 

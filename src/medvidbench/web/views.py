@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from medvidbench.config import judge_wanted
 from medvidbench.leaderboards import KINDS, BoardRow, board_rows
 from medvidbench.profiles import METRICS
 from medvidbench.runtime import Runtime
@@ -83,4 +84,5 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
         "order": params.get("order", "desc"),
         "bench": bench,
         "demo": bench.is_demo,
+        "judge_on": judge_wanted(runtime.settings),
     }
