@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -23,12 +23,13 @@ from medvidbench.errors import (
     PermissionDeniedError,
     UsageError,
 )
-from medvidbench.store.models import ApiToken, AuditLog, Team, User
+from medvidbench.store.models import ApiToken, AuditLog, Team, User, WebSession
 
 ROLES = ("admin", "maintainer", "submitter")
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
 MIN_PASSWORD = 12
 TOKEN_PREFIX = "mvb_"
+SESSION_DAYS = 14
 
 
 def _hasher() -> Any:
@@ -195,3 +196,45 @@ def set_role(session: Session, actor: User, username: str, role: str) -> User:
 def admin_exists(session: Session) -> bool:
     count = session.scalar(select(func.count()).select_from(User).where(User.role == "admin"))
     return bool(count)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def start_session(session: Session, user: User) -> str:
+    """A new logged-in browser session for ``user``; returns the secret for its cookie.
+
+    Only the secret's SHA-256 is stored, so a copy of the database logs nobody in.
+    """
+    secret = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    session.add(
+        WebSession(
+            id=_digest(secret),
+            user_id=user.id,
+            created_at=now,
+            expires_at=now + timedelta(days=SESSION_DAYS),
+        )
+    )
+    return secret
+
+
+def session_user(session: Session, secret: str) -> User | None:
+    """The active user of an unexpired browser session, or None."""
+    row = session.get(WebSession, _digest(secret)) if secret else None
+    if row is None:
+        return None
+    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+    user = session.get(User, row.user_id)
+    if expires <= datetime.now(UTC) or user is None or not user.is_active:
+        return None
+    return user
+
+
+def end_session(session: Session, secret: str) -> None:
+    """Log a browser session out on the server: its cookie stops working at once."""
+    if secret:
+        row = session.get(WebSession, _digest(secret))
+        if row is not None:
+            session.delete(row)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
+import uuid
 from functools import cached_property
 from pathlib import Path
 
@@ -76,6 +77,13 @@ class Runtime:
         if len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
             raise ValueError("not a sha256 digest")
         return self._path("benchmarks", f"{sha256}.json.gz")
+
+    def stage(self, data: bytes) -> Path:
+        """Compress ``data`` into a new private file under ``incoming/``, to be renamed into
+        place (:meth:`Path.replace`) once its database row exists."""
+        path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
+        self.write_atomically(path, data)
+        return path
 
     @staticmethod
     def write_atomically(path: Path, data: bytes) -> None:

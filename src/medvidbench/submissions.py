@@ -143,6 +143,9 @@ def submit(
                 Submission(**base, status="rejected", error=reason[:4000], verdict="invalid")
             )
         raise InvalidSubmissionError(report.errors, filename)
+    # Compressed and written before the transaction, which then only renames it: the database
+    # (SQLite's single writer) is never held while a large file is written.
+    staged = runtime.stage(data)
     try:
         with transaction(runtime.sessions) as session:
             session.get(User, user.id, with_for_update=True)  # serialises one team's submits
@@ -158,13 +161,15 @@ def submit(
             )
             session.add(sub)
             session.flush()
-            runtime.write_atomically(runtime.submission_path(sub.id), data)
+            staged.replace(runtime.submission_path(sub.id))
             sub.stored = True
     except IntegrityError:
         raise ConflictError(
             "the model name or file was taken by a submission made at the same "
             "moment; try another name"
         ) from None
+    finally:
+        staged.unlink(missing_ok=True)  # still there only when nothing was stored
     from medvidbench.jobs import enqueue_score
 
     enqueue_score(runtime, sub.id)

@@ -55,8 +55,7 @@ def login(
 
 def token_for(client: TestClient) -> str:
     response = client.post("/account/tokens", data={"name": "t", "csrf": csrf(client, "/account")})
-    assert response.status_code == 303
-    page = client.get("/account").text
-    match = re.search(r'id="new-token">(mvb_[^<]+)<', page)
+    assert response.status_code == 200 and response.headers["cache-control"] == "no-store"
+    match = re.search(r'id="new-token">(mvb_[^<]+)<', response.text)
     assert match, "token not shown"
     return match.group(1)

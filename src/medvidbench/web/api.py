@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
 from medvidbench.errors import NotFoundError, UsageError
@@ -165,7 +166,10 @@ async def create_submission(
     info = {
         k: v for k, v in (("frames", frames), ("prompting", prompting), ("revision", revision)) if v
     }
-    sub = submit(
+    # Validation, hashing and storing take a while for a large file: off the event loop, so
+    # that every other request is answered meanwhile.
+    sub = await run_in_threadpool(
+        submit,
         rt,
         user,
         data,

@@ -14,22 +14,14 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from medvidbench import __version__
+from medvidbench.accounts import SESSION_DAYS
 from medvidbench.errors import MedVidBenchError
 from medvidbench.runtime import Runtime
 from medvidbench.web.limits import BodyLimit, FailureLimiter
+from medvidbench.web.middleware import UPLOAD_PATHS, SecurityHeaders, UploadGate
 from medvidbench.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
-# No inline script anywhere. Inline *styles* are allowed: the plotly bundle (served from this
-# server) injects its own <style> elements, and styles cannot run code.
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
-    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
-    "base-uri 'self'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-}
 
 
 def secret_key(runtime: Runtime) -> str:
@@ -56,22 +48,24 @@ def create_app(runtime: Runtime) -> FastAPI:
     )
     app.state.runtime = runtime
     app.state.login_failures = FailureLimiter(limit=10, window=300.0)
+    # Each add_middleware wraps the ones added before it, so from the outside in: headers on
+    # every answer (413s included), the body limit, the session cookie, and the check that an
+    # upload's sender is logged in before its body is read.
+    app.add_middleware(UploadGate, runtime=runtime)
     app.add_middleware(
         SessionMiddleware,
         secret_key=secret_key(runtime),
         same_site="lax",
         session_cookie="mvb_session",
-        max_age=14 * 24 * 3600,
-        # TLS ends at the reverse proxy in a deployment; HttpOnly is always set.
-        https_only=False,
+        max_age=SESSION_DAYS * 24 * 3600,
+        https_only=False,  # SecurityHeaders marks the cookie Secure on every HTTPS request
     )
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next: Any) -> Response:
-        response: Response = await call_next(request)
-        for k, v in HEADERS.items():
-            response.headers.setdefault(k, v)
-        return response
+    app.add_middleware(
+        BodyLimit,
+        limit=lambda: runtime.settings.max_submission_bytes,
+        upload_paths=UPLOAD_PATHS,
+    )
+    app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(MedVidBenchError)
     async def on_error(request: Request, exc: MedVidBenchError) -> Response:
@@ -117,7 +111,6 @@ def create_app(runtime: Runtime) -> FastAPI:
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
-    app.add_middleware(BodyLimit, limit=lambda: runtime.settings.max_submission_bytes)
     app.include_router(api.router, prefix="/api/v1")
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from medvidbench.errors import MedVidBenchError
@@ -18,52 +19,93 @@ class PayloadTooLargeError(MedVidBenchError):
     exit_code = 2
 
 
+SMALL_BODY = 64 * 1024  # every form but an upload: log in, sign up, tokens, admin actions
+
+
 class BodyLimit:
     """ASGI middleware: refuse bodies over the limit as they stream in (413).
 
-    A declared Content-Length over the limit is refused before a byte is read; otherwise the
-    bytes are counted as they arrive, and the request fails the moment the count passes the
-    limit, so an oversized upload is never parsed, spooled or stored.
+    Uploads (``upload_paths``) may be as large as the configured limit; every other request
+    body at most :data:`SMALL_BODY`, so an anonymous visitor cannot make the server read and
+    spool a large body on ``/login`` or ``/signup``. A declared Content-Length over the limit is
+    refused before a byte is read; otherwise the bytes are counted as they arrive, and the
+    request fails the moment the count passes the limit, so an oversized upload is never
+    parsed or stored. Whatever the app was doing then, the answer is a 413, never a 500.
     """
 
-    def __init__(self, app: Any, limit: Callable[[], int]) -> None:
-        self.app, self.limit = app, limit
+    def __init__(
+        self, app: Any, limit: Callable[[], int], upload_paths: Collection[str] = ()
+    ) -> None:
+        self.app, self.limit, self.upload_paths = app, limit, frozenset(upload_paths)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
-        limit = self.limit() + MULTIPART_OVERHEAD
+        upload = scope.get("path", "") in self.upload_paths
+        limit = self.limit() + MULTIPART_OVERHEAD if upload else SMALL_BODY
+        shown = limit - MULTIPART_OVERHEAD if upload else limit
         declared = dict(scope.get("headers", [])).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
-            await _refuse(scope, send, limit)
+            await _refuse(scope, send, shown)
             return
-        seen = 0
+        seen, started, over = 0, False, False
 
         async def counted() -> Any:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise PayloadTooLargeError(
-                        f"the upload is larger than the limit of "
-                        f"{limit - MULTIPART_OVERHEAD:,} bytes"
-                    )
+                    over = True
+                    raise PayloadTooLargeError(_too_large(shown))
             return message
 
-        await self.app(scope, counted, send)
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except BaseException as exc:
+            if not over or started or not _is_too_large(exc):
+                raise
+            await _refuse(scope, send, shown)
+
+
+def _is_too_large(exc: BaseException) -> bool:
+    """Whether ``exc`` is (or wraps, in a group or as a cause) our 413."""
+    if isinstance(exc, PayloadTooLargeError):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_too_large(e) for e in exc.exceptions)
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and _is_too_large(cause)
+
+
+def _too_large(limit: int) -> str:
+    return f"the upload is larger than the limit of {limit:,} bytes"
 
 
 async def _refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
-    message = f"the upload is larger than the limit of {limit - MULTIPART_OVERHEAD:,} bytes"
-    body = json.dumps({"error": "PayloadTooLargeError", "message": message}).encode()
+    message = _too_large(limit)
+    if scope.get("path", "").startswith("/api/"):
+        body = json.dumps({"error": "PayloadTooLargeError", "message": message}).encode()
+        kind = b"application/json"
+    else:
+        body = (
+            "<!doctype html><meta charset=utf-8><title>Too large</title>"
+            f"<h1>That did not work</h1><p>{html.escape(message)}</p>"
+            '<p><a href="/">Back to the leaderboard</a></p>'
+        ).encode()
+        kind = b"text/html; charset=utf-8"
     await send(
         {
             "type": "http.response.start",
             "status": 413,
             "headers": [
-                (b"content-type", b"application/json"),
+                (b"content-type", kind),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ],

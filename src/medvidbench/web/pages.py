@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
 
 from medvidbench import accounts, leaderboards
 from medvidbench.errors import (
@@ -28,7 +29,15 @@ from medvidbench.submissions import (
 )
 from medvidbench.tasks.registry import TASKS
 from medvidbench.web.api import read_limited
-from medvidbench.web.deps import DbId, admin_user, check_csrf, current_user, form_id
+from medvidbench.web.deps import (
+    DbId,
+    admin_user,
+    check_csrf,
+    current_user,
+    form_id,
+    log_in,
+    log_out,
+)
 from medvidbench.web.render import page
 from medvidbench.web.views import board_context
 
@@ -123,7 +132,8 @@ async def submit_post(request: Request) -> Response:
             raise UsageError("choose a prediction file to upload")
         data = await read_limited(upload, rt.settings.max_submission_bytes)
         settings = {k: values[k] for k in ("frames", "prompting", "revision") if values[k]}
-        sub = submit(
+        sub = await run_in_threadpool(  # off the event loop, as in the API
+            submit,
             rt,
             user,
             data,
@@ -202,15 +212,14 @@ async def login(request: Request) -> Response:
         limiter.fail(key)
         return page(request, "login.html", status=401, next=target, error=exc.message)
     limiter.reset(key)
-    request.session.clear()
-    request.session["uid"] = user.id
+    log_in(request, user)
     return _see(target)
 
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
     check_csrf(request, await request.form())
-    request.session.clear()
+    log_out(request)
     return _see("/")
 
 
@@ -242,21 +251,23 @@ async def signup(request: Request) -> Response:
             error=exc.message,
             username=str(form.get("username", "")),
         )
-    request.session.clear()
-    request.session["uid"] = user.id
+    log_in(request, user)
     return _see("/account")
 
 
 @router.get("/account", response_class=HTMLResponse)
-def account(request: Request, new_token: str = "") -> Response:
+def account(request: Request) -> Response:
     user = current_user(request)
     if user is None:
         return _see("/login?next=/account")
+    return _account_page(request, user)
+
+
+def _account_page(request: Request, user: User, secret: str | None = None) -> Response:
     rt = request.app.state.runtime
     with rt.sessions() as session:
         tokens = accounts.list_tokens(session, user)
-    secret = request.session.pop("new_token", None)
-    return page(
+    response = page(
         request,
         "account.html",
         user=user,
@@ -264,6 +275,9 @@ def account(request: Request, new_token: str = "") -> Response:
         secret=secret,
         submissions=list_submissions(rt, user),
     )
+    if secret:  # a page holding a token's secret is never cached
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @router.post("/account/tokens")
@@ -278,8 +292,8 @@ async def token_create(request: Request) -> Response:
         secret, _ = accounts.create_token(
             session, _me(session, user), str(form.get("name", "token"))[:80] or "token"
         )
-    request.session["new_token"] = secret  # shown once on the next page, then gone
-    return _see("/account")
+    # Shown once, in this response only: the secret never travels in the session cookie.
+    return _account_page(request, user, secret)
 
 
 @router.post("/account/tokens/{token_id}/revoke")
