@@ -21,9 +21,10 @@ from medvidbench.errors import (
     ConflictError,
     NotFoundError,
     PermissionDeniedError,
+    RateLimitedError,
     UsageError,
 )
-from medvidbench.store.models import ApiToken, AuditLog, Team, User, WebSession
+from medvidbench.store.models import ApiToken, AuditLog, User, WebSession
 
 ROLES = ("admin", "maintainer", "submitter")
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
@@ -58,18 +59,6 @@ def check_password(password: str) -> None:
         raise UsageError(f"the password must have at least {MIN_PASSWORD} characters")
 
 
-def get_or_create_team(session: Session, name: str) -> Team:
-    name = " ".join(name.split())
-    if not name or len(name) > 120:
-        raise UsageError("a team name has 1 to 120 characters")
-    team = session.scalar(select(Team).where(func.lower(Team.name) == name.lower()))
-    if team is None:
-        team = Team(name=name)
-        session.add(team)
-        session.flush()
-    return team
-
-
 def create_user(
     session: Session,
     username: str,
@@ -77,8 +66,19 @@ def create_user(
     role: str = "submitter",
     team: str | None = None,
     actor: User | None = None,
+    *,
+    trusted_team: bool = False,
+    approved: bool = True,
+    address: str | None = None,
 ) -> User:
-    """Create a user; the username is 3-40 letters, digits, '.', '_' or '-'."""
+    """Create a user; the username is 3-40 letters, digits, '.', '_' or '-'.
+
+    Args:
+        team: A team to create (the user owns it) or to ask to join (its owner decides).
+        trusted_team: Join an existing ``team`` at once (an operator or admin says so).
+        approved: False for a self sign-up that waits for an admin's approval.
+        address: The network address a self sign-up came from (for the sign-up throttle).
+    """
     if not _USERNAME.match(username):
         raise UsageError(
             "a username has 3 to 40 letters, digits, '.', '_' or '-', starting "
@@ -93,11 +93,16 @@ def create_user(
         username=username,
         password_hash=_hasher().hash(password),
         role=role,
-        team=get_or_create_team(session, team) if team else None,
+        approved=approved,
+        signup_address=address[:64] if address else None,
     )
     session.add(user)
     session.flush()
     audit(session, actor, "user.create", f"user:{user.id}", username=username, role=role)
+    if team:
+        from medvidbench.teams import join_or_request
+
+        join_or_request(session, user, team, trusted=trusted_team)
     return user
 
 
@@ -238,3 +243,35 @@ def end_session(session: Session, secret: str) -> None:
         row = session.get(WebSession, _digest(secret))
         if row is not None:
             session.delete(row)
+
+
+def check_signup_rate(session: Session, address: str, per_day: int) -> None:
+    """Refuse another self sign-up from an address that made ``per_day`` in 24 hours.
+
+    Raises:
+        RateLimitedError: naming the limit.
+    """
+    if not per_day or not address:
+        return
+    since = datetime.now(UTC) - timedelta(days=1)
+    made = session.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.signup_address == address[:64], User.created_at >= since)
+    )
+    if made >= per_day:
+        raise RateLimitedError(
+            f"{per_day} accounts were created from your network address in the last 24 hours, "
+            "the limit; try again tomorrow or ask an admin"
+        )
+
+
+def approve_user(session: Session, actor: User, username: str) -> User:
+    """Let a self-signed-up account submit (admins only)."""
+    require_role(actor, "admin")
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    user.approved = True
+    audit(session, actor, "user.approve", f"user:{user.id}", username=user.username)
+    return user

@@ -84,7 +84,9 @@ def users_create(
             raise UsageError("the passwords differ")
     rt = runtime(data_dir)
     with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
-        user = create_user(session, name, password, role="admin" if admin else role, team=team)
+        user = create_user(
+            session, name, password, role="admin" if admin else role, team=team, trusted_team=True
+        )
     print(f"created user {user.username!r} with role {user.role}")
 
 

@@ -77,6 +77,17 @@ class Settings(BaseSettings):
     signup_enabled: bool = Field(
         True, description="Let visitors create submitter accounts from the sign-up page."
     )
+    signup_approval: bool = Field(
+        False,
+        description="New self sign-ups wait for an admin's approval before they can submit "
+        "(the defence against probing hidden labels with many accounts).",
+    )
+    signup_per_address_per_day: int = Field(
+        3,
+        ge=0,
+        description="Accounts one network address may create by sign-up per 24 hours; "
+        "0 for no limit.",
+    )
     judge_enabled: bool | None = Field(
         None,
         description="Judge caption metrics in the background after scoring. Unset: on "

@@ -166,3 +166,10 @@ class QuotaExceededError(MedVidBenchError):
 
     http_status = 429
     exit_code = 2
+
+
+class RateLimitedError(MedVidBenchError):
+    """Too many attempts of something from one place (sign-ups from one address)."""
+
+    http_status = 429
+    exit_code = 2

@@ -11,22 +11,24 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from medvidbench.accounts import audit, get_or_create_team, require_role
+from medvidbench.accounts import audit, require_role
 from medvidbench.config import judge_wanted
 from medvidbench.errors import (
     ConflictError,
     InvalidSubmissionError,
     NotFoundError,
+    PermissionDeniedError,
     QuotaExceededError,
     UsageError,
 )
 from medvidbench.matching import validate_submission
 from medvidbench.runtime import Runtime
 from medvidbench.store.db import transaction
-from medvidbench.store.models import Benchmark, Board, Entry, Submission, User
+from medvidbench.store.models import Benchmark, Board, Entry, Submission, Team, User
+from medvidbench.teams import check_organisation
 
 FINAL = ("complete", "rejected", "failed", "deleted")
 NOT_COUNTED = ("rejected", "failed", "deleted")
@@ -66,9 +68,29 @@ def current_benchmark(runtime: Runtime) -> Benchmark:
     return bench
 
 
+def _lock_quota_holders(session: Any, user: User) -> User:
+    """Lock the rows whose quota this submission spends: the user, then their team.
+
+    On PostgreSQL two members of one team submitting at once then count one after the other
+    (SELECT ... FOR UPDATE on the team row); SQLite runs one writing transaction at a time
+    anyway. The user's row is re-read under the lock: its team is the one charged.
+    """
+    row = session.get(User, user.id, with_for_update=True)
+    if row is None:
+        raise NotFoundError("your account no longer exists")
+    if row.team_id is not None:
+        session.get(Team, row.team_id, with_for_update=True)
+        session.refresh(row, with_for_update=True)  # the team may have changed meanwhile
+    return row  # type: ignore[no-any-return]
+
+
 def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
+    """A submission counts against its submitter and against their team: a member cannot get
+    fresh quota by leaving or founding a team, nor a team by recruiting accounts beyond it."""
     now = datetime.now(UTC)
-    owner = Submission.team_id == user.team_id if user.team_id else Submission.user_id == user.id
+    owner = Submission.user_id == user.id
+    if user.team_id is not None:
+        owner = or_(owner, Submission.team_id == user.team_id)
     for limit, days, period in (
         (runtime.settings.quota_per_day, 1, "day"),
         (runtime.settings.quota_per_month, 30, "30 days"),
@@ -85,8 +107,9 @@ def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
             )
         )
         if used >= limit:
+            who = "your team has" if user.team_id is not None else "you have"
             raise QuotaExceededError(
-                f"your team has used its {limit} submissions per {period}; "
+                f"{who} used {limit} submissions per {period}, the limit; "
                 "rejected and failed submissions do not count"
             )
 
@@ -112,6 +135,10 @@ def submit(
         QuotaExceededError: the team has no submissions left for the period.
     """
     require_role(user, "submitter", "maintainer")
+    if not user.approved:
+        raise PermissionDeniedError(
+            "your account waits for an administrator's approval; you can submit once approved"
+        )
     name, url = _clean_name(model_name), clean_url(model_url)
     info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
     bench = current_benchmark(runtime)
@@ -148,14 +175,11 @@ def submit(
     staged = runtime.stage(data)
     try:
         with transaction(runtime.sessions) as session:
-            session.get(User, user.id, with_for_update=True)  # serialises one team's submits
-            _check_quota(session, runtime, user)
+            holder = _lock_quota_holders(session, user)
+            _check_quota(session, runtime, holder)
             _check_unique(session, bench.id, base)
-            if organisation.strip() and user.team_id is None:
-                user_row = session.get(User, user.id)
-                assert user_row is not None
-                user_row.team = get_or_create_team(session, organisation)
-                base["team_id"] = user_row.team_id
+            check_organisation(session, holder, organisation)
+            base["team_id"] = holder.team_id  # the team charged is the one locked
             sub = Submission(
                 **base, status="queued", verdict=report.verdict, missing_tasks=report.missing_tasks
             )

@@ -6,6 +6,7 @@ skipped on a developer's machine, and fail under CI=true, where it must be up.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,7 +118,9 @@ def make_user(
     runtime: Runtime, name: str = "alice", role: str = "submitter", team: str | None = "Team A"
 ) -> User:
     with transaction(runtime.sessions) as session:
-        return create_user(session, name, f"{name}-password-123", role=role, team=team)
+        return create_user(
+            session, name, f"{name}-password-123", role=role, team=team, trusted_team=True
+        )
 
 
 @pytest.fixture
@@ -128,3 +131,13 @@ def alice(runtime: Runtime) -> User:
 @pytest.fixture
 def admin(runtime: Runtime) -> User:
     return make_user(runtime, "root-admin", "admin", team=None)
+
+
+def variants(path: Path, n: int) -> list[bytes]:
+    """n distinct files (distinct hashes) with the same content otherwise."""
+    records = json.loads(path.read_text())
+    out = []
+    for i in range(n):
+        records[0]["prediction"] = f"variant {i}"
+        out.append(json.dumps(records).encode())
+    return out

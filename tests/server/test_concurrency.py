@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,17 +11,7 @@ from medvidbench.leaderboards import board_rows
 from medvidbench.runtime import Runtime
 from medvidbench.store.models import Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import make_user
-
-
-def variants(path: Path, n: int) -> list[bytes]:
-    """n distinct files (distinct hashes) with the same content otherwise."""
-    records = json.loads(path.read_text())
-    out = []
-    for i in range(n):
-        records[0]["prediction"] = f"variant {i}"
-        out.append(json.dumps(records).encode())
-    return out
+from tests.server.conftest import make_user, variants
 
 
 def test_fifty_concurrent_submissions(runtime: Runtime, synthetic: dict[str, Path]) -> None:

@@ -16,7 +16,7 @@ from medvidbench.runtime import Runtime
 from medvidbench.store.models import Submission
 from tests.web.conftest import csrf, login, token_for
 
-ADMIN_ACTIONS = ["role", "promote", "add", "remove", "delete", "rescore"]
+ADMIN_ACTIONS = ["role", "approve", "promote", "add", "remove", "delete", "rescore"]
 
 
 def test_oversized_uploads_are_refused_while_streaming(

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from medvidbench import accounts, leaderboards
+from medvidbench import accounts, leaderboards, teams
 from medvidbench.errors import (
     InvalidSubmissionError,
     MedVidBenchError,
@@ -19,7 +19,7 @@ from medvidbench.errors import (
 )
 from medvidbench.profiles import METRICS, PROFILES
 from medvidbench.store.db import transaction
-from medvidbench.store.models import ApiToken, AuditLog, Submission, User
+from medvidbench.store.models import ApiToken, AuditLog, Submission, Team, User
 from medvidbench.submissions import (
     current_benchmark,
     delete_submission,
@@ -235,13 +235,17 @@ async def signup(request: Request) -> Response:
         raise PermissionDeniedError("sign-up is closed on this server; ask an admin")
     form = await request.form()
     check_csrf(request, form)
+    address = request.client.host if request.client else ""
     try:
         with transaction(rt.sessions) as session:
+            accounts.check_signup_rate(session, address, rt.settings.signup_per_address_per_day)
             user = accounts.create_user(
                 session,
                 str(form.get("username", "")),
                 str(form.get("password", "")),
                 team=str(form.get("team", "")) or None,
+                approved=not rt.settings.signup_approval,
+                address=address,
             )
     except MedVidBenchError as exc:
         return page(
@@ -263,17 +267,29 @@ def account(request: Request) -> Response:
     return _account_page(request, user)
 
 
-def _account_page(request: Request, user: User, secret: str | None = None) -> Response:
+def _account_page(
+    request: Request, user: User, secret: str | None = None, status: int = 200, error: str = ""
+) -> Response:
     rt = request.app.state.runtime
     with rt.sessions() as session:
         tokens = accounts.list_tokens(session, user)
+        me = _me(session, user)
+        team = session.get(Team, me.team_id) if me.team_id else None
+        requested = session.get(Team, me.requested_team_id) if me.requested_team_id else None
+        requests = [(u.id, u.username, t.name) for u, t in teams.pending_requests(session, me)]
     response = page(
         request,
         "account.html",
+        status=status,
         user=user,
         tokens=tokens,
         secret=secret,
         submissions=list_submissions(rt, user),
+        team=team,
+        owner=team is not None and team.owner_id == user.id,
+        requested=requested,
+        requests=requests,
+        error=error,
     )
     if secret:  # a page holding a token's secret is never cached
         response.headers["Cache-Control"] = "no-store"
@@ -294,6 +310,46 @@ async def token_create(request: Request) -> Response:
         )
     # Shown once, in this response only: the secret never travels in the session cookie.
     return _account_page(request, user, secret)
+
+
+@router.post("/account/team")
+async def team_join(request: Request) -> Response:
+    """Create a team (you own it) or ask to join one (its owner decides)."""
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    form = await request.form()
+    check_csrf(request, form)
+    try:
+        with transaction(request.app.state.runtime.sessions) as session:
+            teams.join_or_request(session, _me(session, user), str(form.get("name", "")))
+    except MedVidBenchError as exc:
+        return _account_page(request, user, status=exc.http_status, error=exc.message)
+    return _see("/account")
+
+
+@router.post("/account/team/leave")
+async def team_leave(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    check_csrf(request, await request.form())
+    with transaction(request.app.state.runtime.sessions) as session:
+        teams.leave(session, _me(session, user))
+    return _see("/account")
+
+
+@router.post("/account/team/requests/{user_id}")
+async def team_decide(request: Request, user_id: DbId) -> Response:
+    """The team's owner (or an admin) approves or declines a request to join."""
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    form = await request.form()
+    check_csrf(request, form)
+    with transaction(request.app.state.runtime.sessions) as session:
+        teams.decide(session, _me(session, user), user_id, form.get("decision") == "approve")
+    return _see("/account")
 
 
 @router.post("/account/tokens/{token_id}/revoke")
@@ -395,8 +451,14 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
             rt.queue.rescore(sid, f.get("profile", "strict-v2"))
 
 
+def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
+    with transaction(rt.sessions) as session:
+        accounts.approve_user(session, actor, f.get("username", ""))
+
+
 _ADMIN: dict[str, Any] = {
     "role": _role,
+    "approve": _approve,
     "promote": lambda rt, a, f: leaderboards.promote(rt, a, form_id(f.get("submission_id"))),
     "add": _add,
     "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, form_id(f.get("entry_id"))),
