@@ -259,7 +259,7 @@ def check_signup_rate(session: Session, address: str, per_day: int) -> None:
         .select_from(User)
         .where(User.signup_address == address[:64], User.created_at >= since)
     )
-    if made >= per_day:
+    if (made or 0) >= per_day:
         raise RateLimitedError(
             f"{per_day} accounts were created from your network address in the last 24 hours, "
             "the limit; try again tomorrow or ask an admin"
