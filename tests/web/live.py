@@ -47,7 +47,13 @@ def live_server(
 ) -> Iterator[Live]:
     """Start ``medvidbench serve`` on ``data`` and wait for its health check; stop it after."""
     port = free_port()
-    environment = {**os.environ, **(env or {})}
+    # The judge is configured only by what a test passes, never by the developer's environment.
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "MEDVIDBENCH_JUDGE_", "MEDVIDBENCH_SIGNUP_"))
+    }
+    environment = {**inherited, **(env or {})}
     server = subprocess.Popen(
         [*CLI, "serve", "--port", str(port), "--data-dir", str(data), *args],
         stdout=subprocess.PIPE,

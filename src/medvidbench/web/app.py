@@ -15,13 +15,27 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from medvidbench import __version__
 from medvidbench.accounts import SESSION_DAYS
-from medvidbench.errors import MedVidBenchError
+from medvidbench.errors import MedVidBenchError, NotFoundError
 from medvidbench.runtime import Runtime
 from medvidbench.web.limits import BodyLimit, FailureLimiter
 from medvidbench.web.middleware import UPLOAD_PATHS, SecurityHeaders, UploadGate
 from medvidbench.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
+# Swagger UI's own files, by name (nothing else is served): version 5, which reads OpenAPI 3.1,
+# as bundled by the fastapi-offline package; we use its files, not its code.
+SWAGGER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
+# The interactive API page: Swagger UI from this server, started by a script file of ours (the
+# CSP allows no inline script, and a self-hosted server may not reach any CDN).
+API_DOCS = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>MedVidBench API</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
+<link rel="stylesheet" href="/static/vendor/swagger/swagger-ui.css">
+</head><body><div id="swagger-ui"></div>
+<script src="/static/vendor/swagger/swagger-ui-bundle.js"></script>
+<script src="/static/api-docs.js"></script>
+</body></html>
+"""
 
 
 def secret_key(runtime: Runtime) -> str:
@@ -42,7 +56,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     app = FastAPI(
         title="MedVidBench leaderboard API",
         version=__version__,
-        docs_url="/api/docs",
+        docs_url=None,  # served below from local files: FastAPI's page loads a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -100,6 +114,22 @@ def create_app(runtime: Runtime) -> FastAPI:
         bundle = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
         return FileResponse(
             bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+        )
+
+    @app.get("/api/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return HTMLResponse(API_DOCS)
+
+    @app.get("/static/vendor/swagger/{name}", include_in_schema=False)
+    def swagger_file(name: str) -> FileResponse:
+        if name not in SWAGGER_FILES:
+            raise NotFoundError(f"no file {name!r}")
+        import fastapi_offline
+
+        return FileResponse(
+            Path(fastapi_offline.__file__).parent / "static" / name,
+            media_type=SWAGGER_FILES[name],
+            headers={"Cache-Control": "public, max-age=86400"},
         )
 
     @app.get("/favicon.ico", include_in_schema=False)
