@@ -11,7 +11,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.processing import request_rejudge
 from medvidbench.store.models import Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
+from tests.server.conftest import build_runtime, make_user, start_worker
 
 
 def judged_runtime(tmp_path: Path, synthetic: dict[str, Path], url: str):  # type: ignore[no-untyped-def]
@@ -72,184 +72,133 @@ def test_judge_down_throughout_still_reaches_a_final_state(
     json.dumps(judged.judge)
 
 
-def test_database_restart_under_two_workers(
-    tmp_path: Path, synthetic: dict[str, Path], postgres_url: str
-) -> None:
+def test_database_restart_under_two_workers(tmp_path: Path, synthetic: dict[str, Path]) -> None:
+    """A private PostgreSQL cluster restarted while two workers score 30 submissions."""
     import os
     import signal
-    import subprocess
     import time
-
-    import redis
 
     from medvidbench.jobs import attach_queue
     from medvidbench.store.models import Entry
-    from tests.server.conftest import service_missing
-    from tests.server.test_concurrency import variants
+    from tests.server.conftest import variants
+    from tests.server.private_services import private_postgres, private_redis
 
-    queue_url = redis_queue(14)
-    versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
-    if not versions:
-        service_missing("a local PostgreSQL cluster to restart", RuntimeError("/etc/postgresql"))
-    runtime = build_runtime(
-        tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url, job_lease_seconds=5
-    )
-    attach_queue(runtime)
-    user = make_user(runtime)
-    subs = [
-        submit(runtime, user, data, f"db{i}")
-        for i, data in enumerate(variants(synthetic["weak"], 30))
-    ]
-    env = {
-        **os.environ,
-        "MEDVIDBENCH_QUEUE_URL": queue_url,
-        "MEDVIDBENCH_DATABASE_URL": postgres_url,
-        "MEDVIDBENCH_JOB_LEASE_SECONDS": "5",
-    }
-    workers = [start_worker(runtime.data_dir, env) for _ in range(2)]
-
-    def scored() -> int:
-        with runtime.sessions() as session:
-            return int(
-                session.scalar(
-                    select(func.count())
-                    .select_from(Submission)
-                    .where(Submission.status == "scored")
-                )
-                or 0
-            )
-
-    try:
-        deadline = time.monotonic() + 60
-        while scored() < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        subprocess.run(
-            ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart"],
-            check=True,
-            capture_output=True,
-            timeout=120,
+    with private_postgres() as postgres, private_redis() as queue:
+        runtime = build_runtime(
+            tmp_path,
+            postgres.url,
+            synthetic["ground_truth"],
+            queue_url=queue.url,
+            job_lease_seconds=5,
         )
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline:
-            try:
-                if scored() == 30:
-                    break
-            except Exception:
-                pass  # the database is still coming back
-            time.sleep(0.2)
-    finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-        for w in workers:
-            w.wait(timeout=30)
-        redis.Redis.from_url(queue_url).flushdb()
-    with runtime.sessions() as session:
-        statuses = list(session.scalars(select(Submission.status)))
-        per_sub = [
-            n
-            for _, n in session.execute(
-                select(Evaluation.submission_id, func.count()).group_by(Evaluation.submission_id)
-            )
+        attach_queue(runtime)
+        user = make_user(runtime)
+        subs = [
+            submit(runtime, user, data, f"db{i}")
+            for i, data in enumerate(variants(synthetic["weak"], 30))
         ]
-        entries = session.scalar(select(func.count()).select_from(Entry))
+        env = {
+            **os.environ,
+            "MEDVIDBENCH_QUEUE_URL": queue.url,
+            "MEDVIDBENCH_DATABASE_URL": postgres.url,
+            "MEDVIDBENCH_JOB_LEASE_SECONDS": "5",
+        }
+        workers = [start_worker(runtime.data_dir, env) for _ in range(2)]
+
+        def scored() -> int:
+            with runtime.sessions() as session:
+                return int(
+                    session.scalar(
+                        select(func.count())
+                        .select_from(Submission)
+                        .where(Submission.status == "scored")
+                    )
+                    or 0
+                )
+
+        try:
+            deadline = time.monotonic() + 60
+            while scored() < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            postgres.restart()  # only the cluster this test started
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline:
+                try:
+                    if scored() == 30:
+                        break
+                except Exception:
+                    pass  # the database is still coming back
+                time.sleep(0.2)
+        finally:
+            for w in workers:
+                w.send_signal(signal.SIGTERM)
+            for w in workers:
+                w.wait(timeout=30)
+        with runtime.sessions() as session:
+            statuses = list(session.scalars(select(Submission.status)))
+            per_sub = [
+                n
+                for _, n in session.execute(
+                    select(Evaluation.submission_id, func.count()).group_by(
+                        Evaluation.submission_id
+                    )
+                )
+            ]
+            entries = session.scalar(select(func.count()).select_from(Entry))
+        runtime.engine.dispose()
     assert statuses == ["scored"] * 30  # none lost
     assert per_sub == [1] * 30 and entries == 30  # none duplicated
     assert len(subs) == 30
 
 
-def redis_restart() -> None:
-    """Stop and start this machine's Redis (it keeps nothing on disk: queued jobs are lost)."""
-    import subprocess
-    import time
-
-    import redis
-
-    subprocess.run(
-        ["redis-cli", "-h", "127.0.0.1", "-p", "6379", "shutdown", "nosave"],
-        capture_output=True,
-        timeout=30,
-    )
-    subprocess.run(
-        [
-            "redis-server",
-            "--daemonize",
-            "yes",
-            "--bind",
-            "127.0.0.1",
-            "-::1",
-            "--port",
-            "6379",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            "/var/lib/redis",
-            "--logfile",
-            "/var/log/redis/ci.log",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=30,
-    )
-    for _ in range(100):
-        try:
-            if redis.Redis(host="127.0.0.1", port=6379).ping():
-                return
-        except Exception:
-            time.sleep(0.1)
-    raise RuntimeError("redis did not come back")
-
-
 def test_redis_restart_loses_queued_jobs_but_no_submission(
     tmp_path: Path, synthetic: dict[str, Path], postgres_url: str
 ) -> None:
+    """A private Redis restarted with 12 jobs queued: the reaper re-enqueues every one."""
     import os
-    import shutil
     import signal
     import time
 
     import redis
 
     from medvidbench.jobs import attach_queue
-    from tests.server.conftest import service_missing
-    from tests.server.test_concurrency import variants
+    from tests.server.conftest import variants
+    from tests.server.private_services import private_redis
 
-    queue_url = redis_queue(15)
-    if shutil.which("redis-server") is None:
-        service_missing("redis-server (to restart)", RuntimeError("not on PATH"))
-    runtime = build_runtime(tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url)
-    attach_queue(runtime)
-    user = make_user(runtime)
-    for i, data in enumerate(variants(synthetic["weak"], 12)):
-        submit(runtime, user, data, f"r{i}")  # 12 jobs wait in Redis
-    assert redis.Redis.from_url(queue_url).dbsize() > 0
-    redis_restart()  # every queued job is gone
-    assert redis.Redis.from_url(queue_url).dbsize() == 0
-    env = {
-        **os.environ,
-        "MEDVIDBENCH_QUEUE_URL": queue_url,
-        "MEDVIDBENCH_DATABASE_URL": postgres_url,
-        "MEDVIDBENCH_JOB_REQUEUE_SECONDS": "1",
-    }
-    time.sleep(1.2)
-    worker = start_worker(runtime.data_dir, env)
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            with runtime.sessions() as session:
-                done = session.scalar(
-                    select(func.count())
-                    .select_from(Submission)
-                    .where(Submission.status == "scored")
-                )
-            if done == 12:
-                break
-            time.sleep(0.2)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=30)
-        redis.Redis.from_url(queue_url).flushdb()
+    with private_redis() as queue:
+        runtime = build_runtime(
+            tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue.url
+        )
+        attach_queue(runtime)
+        user = make_user(runtime)
+        for i, data in enumerate(variants(synthetic["weak"], 12)):
+            submit(runtime, user, data, f"r{i}")  # 12 jobs wait in Redis
+        assert redis.Redis.from_url(queue.url).dbsize() > 0
+        queue.restart()  # every queued job is gone; only this test's Redis is touched
+        assert redis.Redis.from_url(queue.url).dbsize() == 0
+        env = {
+            **os.environ,
+            "MEDVIDBENCH_QUEUE_URL": queue.url,
+            "MEDVIDBENCH_DATABASE_URL": postgres_url,
+            "MEDVIDBENCH_JOB_REQUEUE_SECONDS": "1",
+        }
+        time.sleep(1.2)
+        worker = start_worker(runtime.data_dir, env)
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                with runtime.sessions() as session:
+                    done = session.scalar(
+                        select(func.count())
+                        .select_from(Submission)
+                        .where(Submission.status == "scored")
+                    )
+                if done == 12:
+                    break
+                time.sleep(0.2)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
     with runtime.sessions() as session:
         statuses = list(session.scalars(select(Submission.status)))
         per_sub = [
