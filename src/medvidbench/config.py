@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     max_submission_bytes: int = Field(
         1 << 30, gt=0, description="Largest prediction or ground-truth file read, in bytes."
     )
+    upload_process_bytes: int = Field(
+        8 << 20,
+        ge=0,
+        description="Uploads of this many bytes or more are validated in a child process, so "
+        "that a large file does not slow other requests; smaller ones in the web process.",
+    )
     judge_model: str = Field(
         "gpt-4.1", description="Model name sent to the OpenAI-compatible judge endpoint."
     )

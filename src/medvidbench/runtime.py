@@ -22,6 +22,7 @@ from medvidbench.config import Settings
 from medvidbench.errors import NotFoundError
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
 from medvidbench.store.db import database_url, make_engine, make_sessions
+from medvidbench.upload_check import UploadChecker
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -51,6 +52,7 @@ class Runtime:
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, GroundTruth] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
+        self.upload_checker = UploadChecker(settings.upload_process_bytes)
 
     @cached_property
     def engine(self) -> Engine:
@@ -78,11 +80,28 @@ class Runtime:
             raise ValueError("not a sha256 digest")
         return self._path("benchmarks", f"{sha256}.json.gz")
 
-    def stage(self, data: bytes) -> Path:
-        """Compress ``data`` into a new private file under ``incoming/``, to be renamed into
-        place (:meth:`Path.replace`) once its database row exists."""
+    def incoming_path(self) -> Path:
+        """A new, empty private file under ``incoming/`` for an upload as it arrives."""
+        path = self._path("incoming", f"{uuid.uuid4().hex}.upload")
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        return path
+
+    def stage(self, source: bytes | Path) -> Path:
+        """Compress an upload (its bytes, or a file of them, read in chunks) into a new private
+        file under ``incoming/``, to be renamed into place (:meth:`Path.replace`) once its
+        database row exists."""
         path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
-        self.write_atomically(path, data)
+        if isinstance(source, bytes):
+            self.write_atomically(path, source)
+            return path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with (
+            open(source, "rb") as raw_in,
+            os.fdopen(fd, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out,
+        ):
+            while chunk := raw_in.read(1 << 20):
+                out.write(chunk)
         return path
 
     @staticmethod

@@ -8,6 +8,7 @@ shown). Rejected and failed submissions do not count against quotas and free the
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,7 +25,6 @@ from medvidbench.errors import (
     QuotaExceededError,
     UsageError,
 )
-from medvidbench.matching import validate_submission
 from medvidbench.runtime import Runtime
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Benchmark, Board, Entry, Submission, Team, User
@@ -117,7 +117,7 @@ def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
 def submit(
     runtime: Runtime,
     user: User,
-    data: bytes,
+    data: bytes | Path,
     model_name: str,
     *,
     organisation: str = "",
@@ -143,12 +143,15 @@ def submit(
     info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
     bench = current_benchmark(runtime)
     gt = runtime.ground_truth(bench.gt_sha256)
-    if len(data) > runtime.settings.max_submission_bytes:
+    size = len(data) if isinstance(data, bytes) else data.stat().st_size
+    if size > runtime.settings.max_submission_bytes:
         raise UsageError(
-            f"the file is {len(data):,} bytes, over the limit of "
+            f"the file is {size:,} bytes, over the limit of "
             f"{runtime.settings.max_submission_bytes:,}"
         )
-    report = validate_submission(data, gt, name=filename).report
+    report = runtime.upload_checker.check(
+        data, gt, runtime.benchmark_path(bench.gt_sha256), bench.gt_sha256, filename
+    )
     base = {
         "benchmark_id": bench.id,
         "user_id": user.id,
@@ -160,7 +163,7 @@ def submit(
         "settings": info,
         "organisation": " ".join(organisation.split())[:120],
         "file_sha256": report.sha256,
-        "file_size": len(data),
+        "file_size": size,
         "record_count": report.records,
     }
     if not report.ok:

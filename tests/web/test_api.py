@@ -98,3 +98,35 @@ def test_invalid_duplicate_and_oversized_uploads(
         "not valid UTF-8: byte 0xe9 at line 1, column 50"
         in not_utf8.json()["problems"][0]["message"]
     )
+
+
+def test_large_uploads_are_checked_in_a_child_process_with_the_same_result(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path], tmp_path: Path
+) -> None:
+    from medvidbench.upload_check import UploadChecker
+
+    web_runtime.upload_checker = UploadChecker(threshold=0)  # every upload goes to the child
+    try:
+        login(client, web_runtime)
+        token = token_for(client)
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}]))
+        invalid = upload(client, token, bad, "Bad in child")
+        assert invalid.status_code == 422
+        assert invalid.json()["problems"][0]["message"].startswith("record 0 (id 'x')")
+        accepted = upload(client, token, synthetic["strong"], "Strong in child")
+        assert accepted.status_code == 202, accepted.text
+        assert web_runtime.upload_checker._pool is not None  # the child really ran
+    finally:
+        web_runtime.upload_checker.close()
+    scored = client.get(f"/api/v1/submissions/{accepted.json()['id']}").json()
+    offline = evaluate(synthetic["strong"], web_runtime.ground_truth(_sha(web_runtime)))
+    assert scored["metrics"] == offline.metrics
+    incoming = web_runtime.data_dir / "incoming"
+    assert not incoming.exists() or list(incoming.iterdir()) == []  # nothing left behind
+
+
+def _sha(runtime: Runtime) -> str:
+    from medvidbench.submissions import current_benchmark
+
+    return current_benchmark(runtime).gt_sha256

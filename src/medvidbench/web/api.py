@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
@@ -131,20 +132,27 @@ def compare(
     return {"metrics": [m.key for m in METRICS], "entries": [asdict(rows[i]) for i in ids]}
 
 
-async def read_limited(upload: Any, limit: int) -> bytes:
-    """The upload's bytes, refusing (413) as soon as it passes the limit."""
+async def receive_upload(upload: Any, runtime: Runtime) -> Path:
+    """Stream an uploaded file into a private file of the data folder, refusing (413) as soon
+    as it passes the size limit. The caller deletes the file when done with it."""
     from medvidbench.errors import MedVidBenchError
 
     class TooLarge(MedVidBenchError):
         http_status = 413
 
-    parts, size = [], 0
-    while chunk := await upload.read(CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(f"the file is larger than the limit of {limit:,} bytes")
-        parts.append(chunk)
-    return b"".join(parts)
+    limit = runtime.settings.max_submission_bytes
+    path, size = runtime.incoming_path(), 0
+    try:
+        with path.open("wb") as out:
+            while chunk := await upload.read(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"the file is larger than the limit of {limit:,} bytes")
+                out.write(chunk)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
 
 
 @router.post("/submissions", status_code=202, response_model=SubmissionCreated)
@@ -162,24 +170,27 @@ async def create_submission(
     revision: Annotated[str, Form()] = "",
 ) -> SubmissionCreated:
     """Upload predictions: checked at once (422 with every problem), then scored."""
-    data = await read_limited(file, rt.settings.max_submission_bytes)
+    received = await receive_upload(file, rt)
     info = {
         k: v for k, v in (("frames", frames), ("prompting", prompting), ("revision", revision)) if v
     }
-    # Validation, hashing and storing take a while for a large file: off the event loop, so
-    # that every other request is answered meanwhile.
-    sub = await run_in_threadpool(
-        submit,
-        rt,
-        user,
-        data,
-        model_name,
-        organisation=organisation,
-        model_url=model_url or None,
-        contact=contact or None,
-        settings=info,
-        filename=file.filename or "",
-    )
+    try:
+        # Validation, hashing and storing take a while for a large file: off the event loop,
+        # so that every other request is answered meanwhile.
+        sub = await run_in_threadpool(
+            submit,
+            rt,
+            user,
+            received,
+            model_name,
+            organisation=organisation,
+            model_url=model_url or None,
+            contact=contact or None,
+            settings=info,
+            filename=file.filename or "",
+        )
+    finally:
+        received.unlink(missing_ok=True)
     return SubmissionCreated(id=sub.id, status=sub.status, url=f"/submissions/{sub.id}")
 
 

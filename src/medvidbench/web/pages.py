@@ -28,7 +28,7 @@ from medvidbench.submissions import (
     submit,
 )
 from medvidbench.tasks.registry import TASKS
-from medvidbench.web.api import read_limited
+from medvidbench.web.api import receive_upload
 from medvidbench.web.deps import (
     DbId,
     admin_user,
@@ -127,16 +127,17 @@ async def submit_post(request: Request) -> Response:
             "revision",
         )
     }
+    received = None
     try:
         if upload is None or isinstance(upload, str) or not upload.filename:
             raise UsageError("choose a prediction file to upload")
-        data = await read_limited(upload, rt.settings.max_submission_bytes)
+        received = await receive_upload(upload, rt)
         settings = {k: values[k] for k in ("frames", "prompting", "revision") if values[k]}
         sub = await run_in_threadpool(  # off the event loop, as in the API
             submit,
             rt,
             user,
-            data,
+            received,
             values["model_name"],
             organisation=values["organisation"],
             model_url=values["model_url"] or None,
@@ -165,6 +166,9 @@ async def submit_post(request: Request) -> Response:
             error=exc.message,
             **_quota(request, user),
         )
+    finally:
+        if received is not None:
+            received.unlink(missing_ok=True)
     return _see(f"/submissions/{sub.id}")
 
 
