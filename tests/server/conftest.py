@@ -141,3 +141,31 @@ def variants(path: Path, n: int) -> list[bytes]:
         records[0]["prediction"] = f"variant {i}"
         out.append(json.dumps(records).encode())
     return out
+
+
+def scored_count(runtime: Runtime) -> int:
+    """How many submissions are scored now."""
+    from sqlalchemy import func, select
+
+    from medvidbench.store.models import Submission
+
+    with runtime.sessions() as session:
+        query = select(func.count()).select_from(Submission).where(Submission.status == "scored")
+        return int(session.scalar(query) or 0)
+
+
+def wait_for_scored(runtime: Runtime, count: int, seconds: float) -> None:
+    """Wait until ``count`` submissions are scored (or the time is up; the test then checks).
+
+    A database that is briefly unreachable (a fault test restarting it) is waited out.
+    """
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if scored_count(runtime) >= count:
+                return
+        except Exception:
+            pass  # the database is still coming back
+        time.sleep(0.2)

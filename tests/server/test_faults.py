@@ -11,7 +11,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.processing import request_rejudge
 from medvidbench.store.models import Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user, start_worker
+from tests.server.conftest import build_runtime, make_user, start_worker, wait_for_scored
 
 
 def judged_runtime(tmp_path: Path, synthetic: dict[str, Path], url: str):  # type: ignore[no-untyped-def]
@@ -76,7 +76,6 @@ def test_database_restart_under_two_workers(tmp_path: Path, synthetic: dict[str,
     """A private PostgreSQL cluster restarted while two workers score 30 submissions."""
     import os
     import signal
-    import time
 
     from medvidbench.jobs import attach_queue
     from medvidbench.store.models import Entry
@@ -105,30 +104,10 @@ def test_database_restart_under_two_workers(tmp_path: Path, synthetic: dict[str,
         }
         workers = [start_worker(runtime.data_dir, env) for _ in range(2)]
 
-        def scored() -> int:
-            with runtime.sessions() as session:
-                return int(
-                    session.scalar(
-                        select(func.count())
-                        .select_from(Submission)
-                        .where(Submission.status == "scored")
-                    )
-                    or 0
-                )
-
         try:
-            deadline = time.monotonic() + 60
-            while scored() < 3 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_for_scored(runtime, 3, 60)
             postgres.restart()  # only the cluster this test started
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline:
-                try:
-                    if scored() == 30:
-                        break
-                except Exception:
-                    pass  # the database is still coming back
-                time.sleep(0.2)
+            wait_for_scored(runtime, 30, 150)
         finally:
             for w in workers:
                 w.send_signal(signal.SIGTERM)
@@ -185,17 +164,7 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
         time.sleep(1.2)
         worker = start_worker(runtime.data_dir, env)
         try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                with runtime.sessions() as session:
-                    done = session.scalar(
-                        select(func.count())
-                        .select_from(Submission)
-                        .where(Submission.status == "scored")
-                    )
-                if done == 12:
-                    break
-                time.sleep(0.2)
+            wait_for_scored(runtime, 12, 90)
         finally:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=30)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -15,8 +14,14 @@ from medvidbench.jobs import attach_queue
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Entry, Evaluation, Submission, User
 from medvidbench.web.app import create_app
-from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
-from tests.server.test_concurrency import variants
+from tests.server.conftest import (
+    build_runtime,
+    make_user,
+    redis_queue,
+    start_worker,
+    variants,
+    wait_for_scored,
+)
 
 
 def test_hundred_submissions_through_the_api_two_workers_each_scored_once(
@@ -47,17 +52,7 @@ def test_hundred_submissions_through_the_api_two_workers_each_scored_once(
                     data={"model_name": f"model {i}"},
                 )
                 assert response.status_code == 202, response.text
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            with runtime.sessions() as session:
-                done = session.scalar(
-                    select(func.count())
-                    .select_from(Submission)
-                    .where(Submission.status == "scored")
-                )
-            if done == 100:
-                break
-            time.sleep(0.2)
+        wait_for_scored(runtime, 100, 180)
     finally:
         for w in workers:
             w.send_signal(signal.SIGTERM)

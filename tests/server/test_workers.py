@@ -16,8 +16,7 @@ from medvidbench.judge.fake_server import FakeJudgeServer
 from medvidbench.runtime import Runtime
 from medvidbench.store.models import Entry, Evaluation, Submission
 from medvidbench.submissions import submit
-from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker
-from tests.server.test_concurrency import variants
+from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker, variants
 
 
 def wait_for(predicate, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -332,39 +333,39 @@ async def team_join(request: Request) -> Response:
     return _see("/account")
 
 
-@router.post("/account/team/leave")
-async def team_leave(request: Request) -> Response:
-    user = current_user(request)
-    if user is None:
-        return _see("/login?next=/account")
-    check_csrf(request, await request.form())
-    with transaction(request.app.state.runtime.sessions) as session:
-        teams.leave(session, _me(session, user))
-    return _see("/account")
-
-
-@router.post("/account/team/requests/{user_id}")
-async def team_decide(request: Request, user_id: DbId) -> Response:
-    """The team's owner (or an admin) approves or declines a request to join."""
+async def _account_action(request: Request, action: Callable[[Any, User, Any], object]) -> Response:
+    """A form on the account page: logged in, CSRF-checked, done in one transaction."""
     user = current_user(request)
     if user is None:
         return _see("/login?next=/account")
     form = await request.form()
     check_csrf(request, form)
     with transaction(request.app.state.runtime.sessions) as session:
-        teams.decide(session, _me(session, user), user_id, form.get("decision") == "approve")
+        action(session, _me(session, user), form)
     return _see("/account")
+
+
+@router.post("/account/team/leave")
+async def team_leave(request: Request) -> Response:
+    return await _account_action(request, lambda session, me, _: teams.leave(session, me))
+
+
+@router.post("/account/team/requests/{user_id}")
+async def team_decide(request: Request, user_id: DbId) -> Response:
+    """The team's owner (or an admin) approves or declines a request to join."""
+    return await _account_action(
+        request,
+        lambda session, me, form: teams.decide(
+            session, me, user_id, form.get("decision") == "approve"
+        ),
+    )
 
 
 @router.post("/account/tokens/{token_id}/revoke")
 async def token_revoke(request: Request, token_id: DbId) -> Response:
-    user = current_user(request)
-    if user is None:
-        return _see("/login?next=/account")
-    check_csrf(request, await request.form())
-    with transaction(request.app.state.runtime.sessions) as session:
-        accounts.revoke_token(session, _me(session, user), token_id)
-    return _see("/account")
+    return await _account_action(
+        request, lambda session, me, _: accounts.revoke_token(session, me, token_id)
+    )
 
 
 @router.get("/admin", response_class=HTMLResponse)
