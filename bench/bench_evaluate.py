@@ -31,7 +31,7 @@ def peak_rss_mib() -> float:
 
 def child(gt_path: str, pred_path: str, profile: str) -> None:
     from medvidbench.embeddings import default_embedder
-    from medvidbench.evaluate import evaluate
+    from medvidbench.evaluation import evaluate
     from medvidbench.groundtruth import load_ground_truth
     from medvidbench.matching import load_submission
 
@@ -60,7 +60,7 @@ def child(gt_path: str, pred_path: str, profile: str) -> None:
 
 def small(repeat: int, profile: str) -> None:
     from medvidbench.embeddings import Embedder
-    from medvidbench.evaluate import evaluate
+    from medvidbench.evaluation import evaluate
     from medvidbench.groundtruth import load_ground_truth
     from medvidbench.matching import load_submission
     from medvidbench.synth import write_synthetic

@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--archetype", default="strong")
     args = parser.parse_args()
 
-    from medvidbench.evaluate import evaluate
+    from medvidbench.evaluation import evaluate
     from medvidbench.groundtruth import load_ground_truth
     from medvidbench.judge.cache import SQLiteJudgeCache
     from medvidbench.judge.client import Judge, JudgeConfig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,12 @@ import pytest
 
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
 from medvidbench.synth import write_synthetic
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The suite's own model cache (weights layout, label embeddings), never the user's."""
+    os.environ["MEDVIDBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
 
 
 def gt_record(

@@ -128,7 +128,7 @@ def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
 
 def test_the_core_imports_no_server_stack() -> None:
     code = (
-        "import sys, medvidbench, medvidbench.evaluate, medvidbench.matching, "
+        "import sys, medvidbench, medvidbench.evaluation, medvidbench.matching, "
         "medvidbench.ranking, medvidbench.cli; "
         "bad = [m for m in ('sqlalchemy', 'huey', 'alembic', 'redis', 'fastapi') "
         "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
@@ -160,3 +160,50 @@ def test_invalid_utf8_is_a_located_error_not_a_traceback(tmp_path: Path) -> None
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
         assert f"not valid UTF-8: byte 0xff at line 1, column {at + 1}" in proc.stdout + proc.stderr
+
+
+def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """No judge client, settings, web or database stack, nor scipy, for a plain evaluate."""
+    runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
+    code = (
+        "import sys\n"
+        "from medvidbench.cli import main\n"
+        f"sys.argv = ['medvidbench', 'evaluate', {str(tmp_path / 'predictions_strong.json')!r},"
+        f" '--ground-truth', {str(tmp_path / 'ground_truth.json')!r}, '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stderr.split())
+    unwanted = {
+        "openai",
+        "httpx",
+        "pydantic",
+        "pydantic_settings",
+        "asyncio",
+        "tenacity",
+        "aiolimiter",
+        "medvidbench.judge.client",
+        "medvidbench.config",
+        "scipy",
+        "sqlalchemy",
+        "fastapi",
+        "huey",
+        "redis",
+        "rich.markdown",
+    }
+    assert loaded & unwanted == set()
+    assert "medvidbench.evaluation" in loaded and "msgspec" in loaded  # it did run
+
+
+def test_import_medvidbench_is_light() -> None:
+    code = "import sys, medvidbench; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    )
+    assert "medvidbench" in loaded
+    assert loaded & {"numpy", "msgspec", "typer", "rich", "medvidbench.evaluation"} == set()
+    from medvidbench import Report, evaluate  # still the library entry points, on first use
+
+    assert callable(evaluate) and Report.__name__ == "Report"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from medvidbench.cli import app
 from medvidbench.errors import InvalidSubmissionError, UsageError
-from medvidbench.evaluate import evaluate
+from medvidbench.evaluation import evaluate
 from medvidbench.groundtruth import GroundTruth
 from medvidbench.profiles import METRIC_KEYS
 

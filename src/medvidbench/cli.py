@@ -26,6 +26,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help text: Typer's rich help pulls in a Markdown renderer (~40 ms on every --help).
+    rich_markup_mode=None,
 )
 err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -139,32 +141,37 @@ def evaluate(
         Path | None, typer.Option("--out", help="Write the report as JSON here.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_MAX_SUBMISSION_BYTES",
+            help="Largest file read, in bytes (default 1 GiB).",
+        ),
+    ] = None,
 ) -> None:
     """Score a prediction file on MedVidBench, offline.
 
     Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
-    from medvidbench.config import load_settings
-    from medvidbench.evaluate import evaluate as run
+    from medvidbench.evaluation import evaluate as run
+    from medvidbench.formats import DEFAULT_MAX_BYTES
     from medvidbench.groundtruth import load_ground_truth
-    from medvidbench.judge.cache import SQLiteJudgeCache
-    from medvidbench.judge.client import Judge, JudgeConfig
     from medvidbench.matching import validate_submission
-    from medvidbench.terminal import count_bar, print_report, print_validation, progress_bar
 
     if judge not in ("none", "openai"):
         raise UsageError(f"unknown judge {judge!r}; expected none or openai")
-    settings = load_settings(judge_cache_path=judge_cache)
-    llm = None
-    if judge == "openai":
-        config = JudgeConfig.from_settings(settings, judge_model)
-        llm = Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
-    gt = load_ground_truth(ground_truth, settings.max_submission_bytes)
-    matched = validate_submission(predictions, gt, settings.max_submission_bytes)
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    llm = _judge(judge_model, judge_cache) if judge == "openai" else None
+    gt = load_ground_truth(ground_truth, limit)
+    matched = validate_submission(predictions, gt, limit)
     if not matched.report.ok:
+        from medvidbench.terminal import print_validation
+
         print_validation(matched.report, err)
         raise typer.Exit(2)
+    from medvidbench.terminal import count_bar, print_report, progress_bar
+
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     with (
         progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance,
@@ -189,6 +196,17 @@ def evaluate(
         print_report(report, Console())
         if out is not None:
             Console().print(f"report written to {escape(str(out))}", highlight=False)
+
+
+def _judge(model: str | None, cache: Path | None) -> Any:
+    """The LLM judge the settings describe (imported only for a run that judges)."""
+    from medvidbench.config import load_settings
+    from medvidbench.judge.cache import SQLiteJudgeCache
+    from medvidbench.judge.client import Judge, JudgeConfig
+
+    settings = load_settings(judge_cache_path=cache)
+    config = JudgeConfig.from_settings(settings, model)
+    return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
 
 
 def main() -> None:

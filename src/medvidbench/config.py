@@ -14,6 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from medvidbench.errors import UsageError
+from medvidbench.formats import DEFAULT_MAX_BYTES
 
 
 def _default_cache() -> Path:
@@ -95,7 +96,9 @@ class Settings(BaseSettings):
         "true without either refuses to start; false keeps judging off.",
     )
     max_submission_bytes: int = Field(
-        1 << 30, gt=0, description="Largest prediction or ground-truth file read, in bytes."
+        DEFAULT_MAX_BYTES,
+        gt=0,
+        description="Largest prediction or ground-truth file read, in bytes.",
     )
     upload_process_bytes: int = Field(
         8 << 20,

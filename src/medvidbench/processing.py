@@ -19,7 +19,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.config import judge_wanted
-from medvidbench.evaluate import Report, evaluate
+from medvidbench.evaluation import Report, evaluate
 from medvidbench.matching import load_submission
 from medvidbench.profiles import DEFAULT_PROFILE, SCORER_VERSION
 from medvidbench.runtime import Runtime

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from medvidbench.evaluate import Report
+from medvidbench.evaluation import Report
 from medvidbench.matching import ValidationReport
 from medvidbench.profiles import METRICS
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from medvidbench.evaluate import evaluate
+from medvidbench.evaluation import evaluate
 from medvidbench.groundtruth import load_ground_truth
 from medvidbench.judge.cache import MemoryJudgeCache, SQLiteJudgeCache
 from medvidbench.judge.client import Judge, JudgeConfig

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from medvidbench.errors import ConflictError, InvalidSubmissionError, QuotaExceededError, UsageError
-from medvidbench.evaluate import evaluate
+from medvidbench.evaluation import evaluate
 from medvidbench.leaderboards import add_reported, board_rows, export_board, promote, remove_entry
 from medvidbench.processing import claim, run_step
 from medvidbench.runtime import Runtime

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from medvidbench.evaluate import evaluate
+from medvidbench.evaluation import evaluate
 from medvidbench.profiles import METRIC_KEYS
 from medvidbench.runtime import Runtime
 from tests.web.conftest import login, token_for

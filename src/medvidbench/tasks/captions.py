@@ -34,15 +34,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.judge.cache import Judgement, cache_key
-from medvidbench.judge.client import JudgeRequest
 from medvidbench.judge.rubric import ASPECT_CODES
 from medvidbench.profiles import Profile
 from medvidbench.tasks import dvc
 from medvidbench.tasks.base import SampleResult, TaskResult, group_by_dataset, mean_or_none
 from medvidbench.tasks.tal import assign
+
+if TYPE_CHECKING:
+    from medvidbench.judge.client import JudgeRequest
 
 CAPTION_TASKS: dict[str, str] = {
     "dense_captioning": "dvc_llm",
@@ -94,6 +96,8 @@ def plan(
     task: str, samples: Sequence[Any], texts: Sequence[str], profile: Profile, config_id: str
 ) -> CaptionPlan:
     """The pairs a caption task needs judged, and how each sample will use them."""
+    from medvidbench.judge.client import JudgeRequest  # only when judging
+
     requests: dict[str, JudgeRequest] = {}
 
     def request(prediction: str, reference: str) -> str:

@@ -11,17 +11,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench import __version__
 from medvidbench.errors import InvalidSubmissionError, UsageError
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.judge.client import Judge
 from medvidbench.matching import MatchedSubmission, load_submission
 from medvidbench.profiles import METRIC_KEYS, SCORER_VERSION, get_profile
 from medvidbench.tasks import TASKS, captions, load_builtin_scorers
 from medvidbench.tasks.base import Context, TaskResult
 from medvidbench.tasks.captions import CAPTION_TASKS
+
+if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
+    from medvidbench.judge.client import Judge
 
 Progress = Callable[[str, int, int], None]
 _EXAMPLES = 3

@@ -1,0 +1,178 @@
+"""A disk cache for the sentence-embedding model: verified weights, ready-laid-out arrays, and the
+embeddings of fixed label lists, so that a fresh process does not redo any of them.
+
+Nothing read from the cache is trusted as it is:
+
+* the installed weights are hashed (sha256) once per file; the result is recorded against the
+  file's path, size and modification time, and hashed again whenever any of those changes;
+* the re-laid-out weights are one file whose own sha256 is recorded beside it; it is checked the
+  same way (once per size and modification time) and rebuilt when the check fails;
+* the embeddings of a label list are stored under a key made of the weights' hash, the labels
+  and :data:`FORWARD_VERSION`, with their sha256, and are hashed on every load (they are small).
+
+Anything missing, stale or corrupt is rebuilt; a cache folder that cannot be written is simply
+not used. The folder is ``MEDVIDBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/medvidbench``, else
+``~/.cache/medvidbench``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+# Bump whenever the forward pass changes what it computes: cached embeddings then rebuild.
+FORWARD_VERSION = "2"
+_CHUNK = 1 << 22
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("MEDVIDBENCH_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "medvidbench" / "models"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """Write through ``write(file)`` into a temporary file, then move it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _verified() -> dict[str, Any]:
+    try:
+        seen = json.loads((cache_dir() / "verified.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return seen if isinstance(seen, dict) else {}
+
+
+def _record_verified(path: Path, sha256: str) -> None:
+    """Remember that ``path``, as it is now, hashes to ``sha256``."""
+    seen = {k: v for k, v in _verified().items() if Path(k).exists()}
+    seen[str(path.resolve())] = {"stamp": _stamp(path), "sha256": sha256}
+    with contextlib.suppress(OSError):  # an unwritable cache only costs the hash next time
+        _write_atomically(
+            cache_dir() / "verified.json", lambda fh: fh.write(json.dumps(seen).encode())
+        )
+
+
+def file_has_hash(path: Path, expected: str) -> bool:
+    """Whether ``path`` hashes to ``expected``, hashing it only when it changed since the last
+    successful check (recorded by path, size, modification time and inode)."""
+    if _verified().get(str(path.resolve())) == {"stamp": _stamp(path), "sha256": expected}:
+        return True
+    if sha256_file(path) != expected:
+        return False
+    _record_verified(path, expected)
+    return True
+
+
+def prepared_weights(
+    weights_sha256: str, build: Callable[[], dict[str, NDArray[Any]]]
+) -> dict[str, NDArray[Any]]:
+    """The model's arrays, laid out for the forward pass, memory-mapped from the cache.
+
+    ``build()`` makes them (from the verified installed weights) when the cache has none that
+    pass their check; they are then stored for the next process.
+    """
+    folder = cache_dir()
+    name = f"minilm-{weights_sha256[:16]}-v{FORWARD_VERSION}"
+    data, index = folder / f"{name}.bin", folder / f"{name}.json"
+    try:
+        meta = json.loads(index.read_text())
+        if file_has_hash(data, meta["sha256"]):
+            return _views(np.memmap(data, dtype=np.float32, mode="r"), meta["arrays"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    arrays = build()
+    with contextlib.suppress(OSError):
+        _store(arrays, data, index)
+    return arrays
+
+
+def _views(flat: NDArray[Any], layout: list[list[Any]]) -> dict[str, NDArray[Any]]:
+    out: dict[str, NDArray[Any]] = {}
+    for name, offset, shape in layout:
+        size = int(np.prod(shape)) if shape else 1
+        out[name] = flat[offset : offset + size].reshape(shape)
+    return out
+
+
+def _store(arrays: dict[str, NDArray[Any]], data: Path, index: Path) -> None:
+    layout, offset = [], 0
+    for name, value in arrays.items():
+        layout.append([name, offset, list(value.shape)])
+        offset += value.size
+    digest = hashlib.sha256()
+
+    def write(fh: Any) -> None:
+        for value in arrays.values():
+            raw = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+            digest.update(raw)
+            fh.write(raw)
+
+    _write_atomically(data, write)
+    sha256 = digest.hexdigest()
+    meta = {"sha256": sha256, "arrays": layout}
+    _write_atomically(index, lambda fh: fh.write(json.dumps(meta).encode()))
+    _record_verified(data, sha256)  # hashed while written: no need to read it back
+
+
+def label_vectors(
+    weights_sha256: str,
+    labels: Sequence[str],
+    dim: int,
+    encode: Callable[[Sequence[str]], NDArray[Any]],
+) -> NDArray[Any]:
+    """Embeddings of a fixed label list: from the cache when a verified copy exists, else
+    ``encode(labels)``, stored for the next process."""
+    key = hashlib.sha256(
+        json.dumps([weights_sha256, FORWARD_VERSION, list(labels)]).encode()
+    ).hexdigest()
+    path = cache_dir() / f"labels-{key[:32]}.f32"  # float32 rows, then their sha256 in hex
+    try:
+        raw = path.read_bytes()
+        stored, digest = raw[:-64], raw[-64:].decode("ascii")
+        if hashlib.sha256(stored).hexdigest() == digest:
+            vectors = np.frombuffer(stored, dtype=np.float32)
+            if vectors.size == len(labels) * dim:
+                return vectors.reshape(len(labels), dim)
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass
+    vectors = np.ascontiguousarray(encode(labels), dtype=np.float32)
+    body = vectors.tobytes()
+    with contextlib.suppress(OSError):
+        _write_atomically(
+            path, lambda fh: fh.write(body + hashlib.sha256(body).hexdigest().encode())
+        )
+    return vectors
