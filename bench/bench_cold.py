@@ -56,7 +56,16 @@ def main() -> None:
         folder = Path(tmp)
         env = {**os.environ, "MEDVIDBENCH_CACHE_DIR": str(folder / "cache")}
         subprocess.run(
-            [*exe, "synth", "--samples", str(args.samples), "--seed", "0", "--out-dir", str(folder)],
+            [
+                *exe,
+                "synth",
+                "--samples",
+                str(args.samples),
+                "--seed",
+                "0",
+                "--out-dir",
+                str(folder),
+            ],
             check=True,
             capture_output=True,
         )

@@ -166,7 +166,7 @@ class Embedder:
         self.encode(texts)
         return np.stack([self._cache[t] for t in texts])
 
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> Array:
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
         """Embed texts; returns an array of shape ``(len(texts), 384)`` with unit rows."""
         todo = sorted({t for t in texts if t not in self._cache})
         if todo:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +94,7 @@ def evaluate(
         InvalidSubmissionError: when the prediction file is invalid.
         UsageError: for an unknown profile or task name.
     """
+    began = time.monotonic()
     rules = get_profile(profile)
     gt = ground_truth if isinstance(ground_truth, GroundTruth) else load_ground_truth(ground_truth)
     matched = (
@@ -103,23 +105,32 @@ def evaluate(
     if not matched.report.ok:
         raise InvalidSubmissionError(matched.report.errors, matched.report.source)
     wanted = _check_tasks(tasks)
-    scorers = load_builtin_scorers()
-    ctx = ctx or Context()
     by_task: dict[str, list[int]] = {}
     for s in gt.samples:
         by_task.setdefault(s.task, []).append(s.index)
+    selected = [t for t in TASKS if t in by_task and (wanted is None or t in wanted)]
+    judged_tasks = [
+        t
+        for t in selected
+        if judge is not None
+        and t in CAPTION_TASKS
+        and matched.report.coverage[t].status == "complete"
+    ]
+    # The judge (network-bound) starts first, on its own thread, and rule-based scoring
+    # (CPU-bound) runs meanwhile: the first request leaves at once instead of after scoring.
+    judging = None
+    if judged_tasks and judge is not None:
+        judging = _start_judging(judged_tasks, gt, matched, by_task, rules, judge, judge_progress)
+    scorers = load_builtin_scorers()
+    ctx = ctx or Context()
     results: list[TaskResult] = []
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
-    selected = [t for t in TASKS if t in by_task and (wanted is None or t in wanted)]
-    judged_tasks: list[str] = []
     for n, task in enumerate(selected, start=1):
         coverage = matched.report.coverage[task]
         if coverage.status != "complete":
             per_task[task] = {"status": "missing", "count": coverage.expected}
         else:
-            if task in CAPTION_TASKS and judge is not None:
-                judged_tasks.append(task)
             if task in scorers:
                 started = time.perf_counter()
                 result = scorers[task].evaluate(*_inputs(task, gt, matched, by_task), rules, ctx)
@@ -134,16 +145,18 @@ def evaluate(
                 per_task[task] = {"status": "pending judge", "count": coverage.expected}
         if progress:
             progress(task, n, len(selected))
-    if judged_tasks and judge is not None:
+    if judging is not None:
         started = time.perf_counter()
-        for result in _judge(judged_tasks, gt, matched, by_task, rules, judge, judge_progress):
+        for result in judging.result():
             results.append(result)
             info = per_task[result.task]
             if info["status"] == "scored":  # DVC: the rule-based part is already there
                 info["judge"] = result.diagnostics
             else:
                 info.update(status="scored", **result.diagnostics)
-        timings["judge"] = time.perf_counter() - started
+        timings["judge_wait"] = time.perf_counter() - started  # after rule-based scoring
+        if judge is not None and judge.stats.first_sent is not None:
+            timings["judge_first_request"] = judge.stats.first_sent - began
     similar = None
     if similarity:
         started = time.perf_counter()
@@ -192,7 +205,7 @@ def _similarity(
     return out
 
 
-def _judge(
+def _start_judging(
     tasks: list[str],
     gt: GroundTruth,
     matched: MatchedSubmission,
@@ -200,14 +213,23 @@ def _judge(
     rules: Any,
     judge: Judge,
     progress: Callable[[int, int], None] | None,
-) -> list[TaskResult]:
-    """Plan every caption task's pairs, judge them in one pool, aggregate per task."""
+) -> Future[list[TaskResult]]:
+    """Plan every caption task's pairs, then judge them in one pool on a thread of its own;
+    the future gives each task's aggregate."""
     plans = [
         captions.plan(t, *_inputs(t, gt, matched, by_task), rules, judge.config.config_id)
         for t in tasks
     ]
-    judged = judge.judge_all([r for p in plans for r in p.requests], progress)
-    return [captions.aggregate(p, judged, rules) for p in plans]
+
+    def run() -> list[TaskResult]:
+        judged = judge.judge_all([r for p in plans for r in p.requests], progress)
+        return [captions.aggregate(p, judged, rules) for p in plans]
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
+    try:
+        return pool.submit(run)
+    finally:
+        pool.shutdown(wait=False)  # the running job finishes; the thread then exits
 
 
 def _check_tasks(tasks: Sequence[str] | None) -> set[str] | None:

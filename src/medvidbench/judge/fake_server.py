@@ -81,6 +81,7 @@ class FakeJudgeServer:
         self.answered = 0
         self.injected: dict[str, int] = dict.fromkeys(self.rates, 0)
         self.prompts: list[str] = []
+        self.first_request_at: float | None = None  # Unix time of the first completion asked
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -101,6 +102,8 @@ class FakeJudgeServer:
     def _draw(self) -> str | None:
         with self._lock:
             self.requests += 1
+            if self.first_request_at is None:
+                self.first_request_at = time.time()
             roll = self._rng.random()
         for name, rate in self.rates.items():
             if roll < rate:
@@ -131,6 +134,20 @@ class FakeJudgeServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                """``/stats``: what the server was asked, for benchmarks in another process."""
+                if self.path.rstrip("/").endswith("/stats"):
+                    with fake._lock:
+                        body = {
+                            "requests": fake.requests,
+                            "answered": fake.answered,
+                            "injected": fake.injected,
+                            "first_request_at": fake.first_request_at,
+                        }
+                    self._send(200, body, {})
+                else:
+                    self._send(404, {"error": {"message": "not found"}}, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
@@ -188,3 +205,30 @@ class FakeJudgeServer:
                 )
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the fake judge in its own process (benchmarks: then it shares no interpreter lock
+    with the client being measured). Prints its URL, serves until stopped."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible judge on 127.0.0.1.")
+    parser.add_argument("--latency", type=float, default=0.2, help="Seconds per answer.")
+    parser.add_argument("--rate-429", type=float, default=0.0, help="Share of 429 answers.")
+    parser.add_argument("--rate-500", type=float, default=0.0, help="Share of 500 answers.")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = FakeJudgeServer(
+        latency=args.latency, rate_429=args.rate_429, rate_500=args.rate_500, seed=args.seed
+    )
+    print(server.url, flush=True)
+    try:
+        server._server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._server.server_close()
+
+
+if __name__ == "__main__":
+    main()
