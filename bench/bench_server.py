@@ -1,8 +1,13 @@
-"""Benchmark: the leaderboard server core (issue: server core).
+"""Benchmark: the leaderboard server core (issues: server core; speed, item 6).
 
-Targets: ranking and preparing the rows of a 1,000-entry board in under 50 ms; on the embedded
-default (SQLite database, SQLite queue, consumer threads in the same process), a 6,245-sample
-submission goes from upload to scored in under 5 s. Prints medians of repeated runs.
+1. The first submission after a start, as a user meets it: ``medvidbench serve`` starts on a
+   fresh data folder (demo set), and the moment its health check answers, the demo's strong
+   predictions (6,245 samples) are uploaded through the API; printed: upload to ``scored``, in
+   seconds (target: under 1 s).
+2. In one process on the embedded default (SQLite database and queue, consumer threads in the
+   same process), upload to scored: the first submission apart, then the median of the others.
+3. Ranking a 1,000-entry board: computed from the database (a change happened), and served from
+   the cache of its generation (nothing changed). Target: under 50 ms.
 
 Usage: python bench/bench_server.py [--entries 1000] [--repeat 7]
 """
@@ -68,25 +73,108 @@ def main() -> None:
                 time.sleep(0.005)
             latencies.append(time.perf_counter() - started)
         consumer.stop(graceful=True)
+        rest = latencies[1:] or latencies
         print(
-            f"upload to scored, 6,245-sample file, embedded default: median "
-            f"{statistics.median(latencies):.2f} s over {args.repeat} (min "
-            f"{min(latencies):.2f}, max {max(latencies):.2f})"
+            f"upload to scored, 6,245-sample file, in-process embedded default: first "
+            f"{latencies[0]:.2f} s, then median {statistics.median(rest):.2f} s over "
+            f"{len(rest)} (min {min(rest):.2f}, max {max(rest):.2f})"
         )
 
         # A community board of N scored submissions (rows inserted directly, as scoring would).
         populate_board(runtime, bench.id, user.id, args.entries)
-        runs = []
-        for _ in range(args.repeat):
-            started = time.perf_counter()
-            rows = board_rows(runtime, "community")
-            runs.append(time.perf_counter() - started)
-        print(
-            f"rank and prepare a {len(rows):,}-entry board (SQLite): median "
-            f"{statistics.median(runs) * 1000:.1f} ms over {args.repeat} (min "
-            f"{min(runs) * 1000:.1f}, max {max(runs) * 1000:.1f})"
+        from medvidbench.leaderboards import _ranked_rows
+
+        for label, fetch in (
+            ("computed", lambda: _ranked_rows(runtime, "community", bench.id)),
+            ("from the cache", lambda: board_rows(runtime, "community")),
+        ):
+            runs = []
+            for _ in range(args.repeat):
+                started = time.perf_counter()
+                rows = fetch()
+                runs.append(time.perf_counter() - started)
+            print(
+                f"rank and prepare a {len(rows):,}-entry board (SQLite), {label}: median "
+                f"{statistics.median(runs) * 1000:.1f} ms over {args.repeat} (min "
+                f"{min(runs) * 1000:.1f}, max {max(runs) * 1000:.1f})"
+            )
+
+
+def first_after_start() -> None:
+    """Start a real server on a fresh data folder and time its first submission."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
+        env["MEDVIDBENCH_QUOTA_PER_DAY"] = "0"
+        cli = [sys.executable, "-m", "medvidbench"]
+        subprocess.run(
+            [*cli, "users", "create", "bench", "--password-stdin", "--data-dir", str(data)],
+            input=b"bench-password-123\n",
+            check=True,
+            capture_output=True,
+            env=env,
         )
+        token = subprocess.run(
+            [*cli, "tokens", "create", "bench", "--data-dir", str(data)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.split()[-1]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen(
+            [*cli, "serve", "--port", str(port), "--data-dir", str(data)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            launched = time.perf_counter()
+            while True:
+                try:
+                    if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.02)
+            up = time.perf_counter() - launched
+            demo = (data / "demo" / "predictions_strong.json").read_bytes()
+            started = time.perf_counter()
+            answer = httpx.post(
+                f"{url}/api/v1/submissions",
+                headers={"Authorization": f"Bearer {token}"},
+                files={"file": ("strong.json", demo, "application/json")},
+                data={"model_name": "First after start"},
+                timeout=60,
+            )
+            accepted = time.perf_counter() - started
+            sid = answer.json()["id"]
+            mine = {"Authorization": f"Bearer {token}"}  # queued ones are the owner's to see
+            while (
+                httpx.get(f"{url}/api/v1/submissions/{sid}", headers=mine).json()["status"]
+                != "scored"
+            ):
+                time.sleep(0.01)
+            scored = time.perf_counter() - started
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    print(
+        f"first submission after a start (server answered {up:.2f} s after launch): accepted "
+        f"{accepted:.2f} s after upload began, scored {scored:.2f} s after (target < 1 s)"
+    )
 
 
 if __name__ == "__main__":
+    first_after_start()
     main()

@@ -144,6 +144,7 @@ def worker(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     rt = runtime(data_dir)
     err.print(judge_state(rt.settings).describe(), highlight=False)  # type: ignore[attr-defined]
+    _warm_up_in_background(rt)
     run_worker(rt, workers)  # type: ignore[arg-type]
 
 
@@ -190,6 +191,23 @@ def export(
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _warm_up_in_background(rt: object, pages: bool = False) -> None:
+    """Load models, test set and boards (and compile the page templates) on a thread, so
+    that the first submission and the first page view after a start do not wait for them."""
+    import threading
+
+    from medvidbench.processing import warm_up
+
+    def run() -> None:
+        if pages:
+            from medvidbench.web.render import compile_templates
+
+            compile_templates()
+        warm_up(rt)  # type: ignore[arg-type]  # boards first, then the scoring models
+
+    threading.Thread(target=run, name="warm-up", daemon=True).start()
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -262,6 +280,7 @@ def serve(
     attach_queue(rt)  # type: ignore[arg-type]
     consumer = start_embedded_consumer(rt, workers) if workers else None  # type: ignore[arg-type]
     app_ = create_app(rt)  # type: ignore[arg-type]
+    _warm_up_in_background(rt, pages=True)
     where = rt.data_dir  # type: ignore[attr-defined]
     err.print(
         f"MedVidBench leaderboard on http://{host}:{port}/  ({bench.sample_count:,} "

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from medvidbench import board_cache
 from medvidbench.accounts import audit, require_role
 from medvidbench.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.formats import read_bytes
@@ -63,6 +64,8 @@ def load_benchmark(
         for other in session.scalars(select(Benchmark).where(Benchmark.id != bench.id)):
             other.is_current = False
         bench.is_current = True
+        session.flush()
+        board_cache.bump(session, bench.id)
         audit(
             session,
             actor,
@@ -110,8 +113,19 @@ class BoardRow:
 
 
 def board_rows(runtime: Runtime, kind: str, benchmark_id: int | None = None) -> list[BoardRow]:
-    """The ranked rows of a board."""
+    """The ranked rows of a board (computed once per change of its benchmark, then reused;
+    callers must not modify them)."""
     bench_id = benchmark_id or current_benchmark(runtime).id
+    if kind not in KINDS:
+        raise NotFoundError(f"no board {kind!r}; expected official or community")
+    with runtime.sessions() as session:
+        current = board_cache.generation(session, bench_id)
+    return runtime.boards.get(
+        ("rows", bench_id, kind), current, lambda: _ranked_rows(runtime, kind, bench_id)
+    )
+
+
+def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     with runtime.sessions() as session:
         board = _board(session, bench_id, kind)
         # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.
@@ -221,6 +235,7 @@ def promote(
         )
         session.add(entry)
         session.flush()
+        board_cache.bump(session, sub.benchmark_id)
         audit(
             session,
             actor,
@@ -279,6 +294,7 @@ def add_reported(
         )
         session.add(entry)
         session.flush()
+        board_cache.bump(session, bench.id)
         audit(session, actor, "entry.add", f"entry:{entry.id}", model=model_name, board=kind)
         return entry
 
@@ -290,7 +306,10 @@ def remove_entry(runtime: Runtime, actor: User, entry_id: int) -> None:
         if entry is None:
             raise NotFoundError(f"no entry {entry_id}")
         audit(session, actor, "entry.remove", f"entry:{entry_id}", model=entry.model_name)
+        board = session.get(Board, entry.board_id)
         session.delete(entry)
+        if board is not None:
+            board_cache.bump(session, board.benchmark_id)
 
 
 # A spreadsheet may split a cell again on whichever separator its locale uses (",", ";", tab,

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from medvidbench import board_cache
 from medvidbench.config import judge_wanted
 from medvidbench.evaluation import Report, evaluate
 from medvidbench.matching import load_submission
@@ -56,7 +57,10 @@ def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
                 step_attempts=Submission.step_attempts + 1,
             )
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        claimed = bool(result.rowcount)  # type: ignore[attr-defined]
+        if claimed:
+            board_cache.bump_for_submission(session, submission_id)  # its status shows
+        return claimed
 
 
 @contextmanager
@@ -141,6 +145,7 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
         sub.step_attempts = 0  # the next step starts with its own attempts
         if step == "judge":
             sub.finished_at = _now()
+        board_cache.bump(session, sub.benchmark_id)
     return True
 
 
@@ -197,6 +202,7 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         final = sub.step_attempts >= runtime.settings.job_max_attempts
         sub.status = "failed" if final else waiting
         sub.error, sub.lease_owner, sub.lease_until = reason, None, None
+        board_cache.bump(session, sub.benchmark_id)
         return "failed" if final else "retry"
 
 
@@ -310,6 +316,7 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                     judge=None,
                 )
             )
+            board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
@@ -326,4 +333,29 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
             .where(Submission.id == submission_id, Submission.status.in_(("scored", "complete")))
             .values(status="scored", step_attempts=0)
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        put_back = bool(result.rowcount)  # type: ignore[attr-defined]
+        if put_back:
+            board_cache.bump_for_submission(session, submission_id)
+        return put_back
+
+
+def warm_up(runtime: Runtime) -> None:
+    """Load what the first submission and the first page would otherwise wait for: the
+    current test set, the scorers, the embedding model with its class labels, and both boards.
+    Meant for a background thread at startup; a failure only means no head start."""
+    import logging
+
+    try:
+        from medvidbench.leaderboards import KINDS, board_rows
+        from medvidbench.submissions import current_benchmark
+        from medvidbench.tasks import load_builtin_scorers
+        from medvidbench.tasks.nap import prepared_embedder
+
+        bench = current_benchmark(runtime)
+        for kind in KINDS:
+            board_rows(runtime, kind, bench.id)
+        runtime.ground_truth(bench.gt_sha256)
+        load_builtin_scorers()
+        prepared_embedder()
+    except Exception:  # never fatal: everything loads again on first use
+        logging.getLogger("medvidbench").exception("warm-up failed")

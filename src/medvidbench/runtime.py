@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from medvidbench.board_cache import BoardCache
 from medvidbench.config import Settings
 from medvidbench.errors import NotFoundError
 from medvidbench.groundtruth import GroundTruth, load_ground_truth
@@ -53,6 +54,7 @@ class Runtime:
         self._gt_cache: dict[str, GroundTruth] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
         self.upload_checker = UploadChecker(settings.upload_process_bytes)
+        self.boards = BoardCache()  # ranked board rows, per benchmark generation
 
     @cached_property
     def engine(self) -> Engine:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from medvidbench import board_cache
 from medvidbench.accounts import audit, require_role
 from medvidbench.config import judge_wanted
 from medvidbench.errors import (
@@ -271,6 +272,7 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
             session.delete(entry)
         sub.status, sub.stored = "deleted", False
+        board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.submission_path(submission_id).unlink(missing_ok=True)
 

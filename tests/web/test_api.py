@@ -130,3 +130,17 @@ def _sha(runtime: Runtime) -> str:
     from medvidbench.submissions import current_benchmark
 
     return current_benchmark(runtime).gt_sha256
+
+
+def test_board_json_is_paginated_like_the_page(client: TestClient, web_runtime: Runtime) -> None:
+    everything = client.get("/api/v1/boards/official?per_page=1000").json()
+    assert len(everything) == 19
+    first = client.get("/api/v1/boards/official?per_page=5")
+    assert [r["rank"] for r in first.json()] == [1, 2, 3, 4, 5]
+    assert first.headers["x-total-count"] == "19"
+    assert 'page=2&per_page=5>; rel="next"' in first.headers["link"]
+    assert 'page=4&per_page=5>; rel="last"' in first.headers["link"]
+    last = client.get("/api/v1/boards/official?per_page=5&page=4")
+    assert [r["rank"] for r in last.json()] == [16, 17, 18, 19]
+    assert 'rel="prev"' in last.headers["link"] and 'rel="next"' not in last.headers["link"]
+    assert client.get("/api/v1/boards/official?page=0").status_code == 422

@@ -48,6 +48,8 @@ class Benchmark(Base):
     task_counts: Mapped[dict[str, Any]]
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     is_current: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Bumped by every change to this benchmark's boards (see board_cache.py).
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

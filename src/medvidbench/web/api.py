@@ -95,8 +95,17 @@ def metrics() -> dict[str, Any]:
 
 
 @router.get("/boards/{kind}", response_model=None)
-def board(rt: Rt, kind: str, format: str = "json") -> Response | list[dict[str, Any]]:
-    """A ranked board; ``?format=csv`` for a spreadsheet."""
+def board(
+    request: Request,
+    response: Response,
+    rt: Rt,
+    kind: str,
+    format: str = "json",
+    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page, from 1.")] = 1,
+    per_page: Annotated[int, Query(ge=1, le=1000, description="Rows per page.")] = 100,
+) -> Response | list[dict[str, Any]]:
+    """A ranked board, a page of rows at a time (``X-Total-Count`` and ``Link`` headers give
+    the rest); ``?format=csv`` for the whole board as a spreadsheet."""
     if format == "csv":
         return PlainTextResponse(
             export_board(rt, kind, "csv"),
@@ -105,7 +114,17 @@ def board(rt: Rt, kind: str, format: str = "json") -> Response | list[dict[str, 
         )
     if format != "json":
         raise UsageError("format must be json or csv")
-    return [asdict(r) for r in board_rows(rt, kind)]
+    rows = board_rows(rt, kind)
+    pages = max(1, -(-len(rows) // per_page))
+    response.headers["X-Total-Count"] = str(len(rows))
+    links = [
+        f'<{request.url.include_query_params(page=n, per_page=per_page)}>; rel="{rel}"'
+        for n, rel in ((page + 1, "next"), (page - 1, "prev"), (pages, "last"))
+        if 1 <= n <= pages and n != page
+    ]
+    if links:
+        response.headers["Link"] = ", ".join(links)
+    return [asdict(r) for r in rows[(page - 1) * per_page : page * per_page]]
 
 
 @router.get("/entries/{entry_id}")

@@ -57,3 +57,10 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
         )
     )
     return HTMLResponse(html, status_code=status)
+
+
+def compile_templates() -> None:
+    """Compile every template now (a server's warm-up), not on its first page view."""
+    env = templates()
+    for name in env.list_templates(extensions=["html"]):
+        env.get_template(name)

@@ -1,4 +1,5 @@
-"""server-side sessions, team owners and join requests, account approval, per-step attempts
+"""server-side sessions, team owners and join requests, account approval, per-step attempts,
+board generations
 
 Revision ID: 0002
 Revises: 0001
@@ -44,6 +45,8 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("step_attempts", sa.Integer(), nullable=False, server_default="0")
         )
+    with op.batch_alter_table("benchmarks") as batch:
+        batch.add_column(sa.Column("generation", sa.Integer(), nullable=False, server_default="0"))
     # An existing team's first member becomes its owner.
     op.execute(
         "UPDATE teams SET owner_id = (SELECT MIN(users.id) FROM users "
@@ -52,6 +55,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("benchmarks") as batch:
+        batch.drop_column("generation")
     with op.batch_alter_table("submissions") as batch:
         batch.drop_column("step_attempts")
     with op.batch_alter_table("users") as batch:

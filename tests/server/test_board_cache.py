@@ -1,0 +1,58 @@
+"""Board rows are cached per benchmark generation, and every change invalidates them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from medvidbench.leaderboards import add_reported, board_rows, promote, remove_entry
+from medvidbench.processing import claim, request_rejudge, rescore, run_step
+from medvidbench.runtime import Runtime
+from medvidbench.store.models import User
+from medvidbench.submissions import delete_submission, submit
+from tests.server.conftest import variants
+
+
+def names(runtime: Runtime, kind: str = "community") -> list[str]:
+    return [r.model_name for r in board_rows(runtime, kind)]
+
+
+def test_every_change_to_a_board_is_seen_at_once(
+    runtime: Runtime, alice: User, admin: User, synthetic: dict[str, Path]
+) -> None:
+    runtime.queue = None  # steps are run by hand below
+    files = variants(synthetic["weak"], 2)
+    assert board_rows(runtime, "community") is board_rows(runtime, "community")  # cached
+    first = submit(runtime, alice, files[0], "First")
+    assert names(runtime) == []  # queued: not on the board yet
+    assert claim(runtime, first.id, "score", "w") and names(runtime) == []
+    with runtime.sessions.begin() as session:  # hand the claim back, as an expired lease would
+        from medvidbench.store.models import Submission
+
+        row = session.get(Submission, first.id)
+        row.status, row.lease_owner = "queued", None
+    assert run_step(runtime, first.id, "score", "w1") == "done"
+    assert names(runtime) == ["First"]  # scored: on the board
+    assert board_rows(runtime, "community")[0].status == "scored"
+    assert request_rejudge(runtime, first.id)
+    assert claim(runtime, first.id, "judge", "j")
+    assert board_rows(runtime, "community")[0].status == "judging"  # a status change shows
+    before = board_rows(runtime, "community")
+    assert (
+        rescore(runtime, first.id, "strict-v2") and board_rows(runtime, "community") is not before
+    )
+
+    promote(runtime, admin, first.id)
+    assert "First" in names(runtime, "official")
+    add_reported(runtime, admin, "Paper Model", "Lab", {"cvs_acc": 0.5}, source="paper")
+    assert "Paper Model" in names(runtime, "official")
+    entry = next(r for r in board_rows(runtime, "official") if r.model_name == "Paper Model")
+    remove_entry(runtime, admin, entry.entry_id)
+    assert "Paper Model" not in names(runtime, "official")
+
+    second = submit(runtime, alice, files[1], "Second")
+    assert run_step(runtime, second.id, "score", "w2") == "done"
+    assert sorted(names(runtime)) == ["First", "Second"]
+    delete_submission(runtime, admin, second.id)
+    assert names(runtime) == ["First"]
+    untouched = board_rows(runtime, "community")
+    assert board_rows(runtime, "community") is untouched  # no change: the same rows again
