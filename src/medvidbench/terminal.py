@@ -7,7 +7,6 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from medvidbench.evaluation import Report
@@ -130,6 +129,8 @@ def progress_bar(console: Console, enabled: bool) -> Iterator[Callable[[str, int
     if not enabled:
         yield lambda task, done, total: None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -151,6 +152,8 @@ def count_bar(console: Console, label: str, enabled: bool) -> Iterator[Callable[
     if not enabled:
         yield lambda done, total: None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn(label),
         BarColumn(),

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
-from medvidbench.judge.cache import Judgement, cache_key
 from medvidbench.judge.rubric import ASPECT_CODES
 from medvidbench.profiles import Profile
 from medvidbench.tasks import dvc
@@ -44,6 +43,7 @@ from medvidbench.tasks.base import SampleResult, TaskResult, group_by_dataset, m
 from medvidbench.tasks.tal import assign
 
 if TYPE_CHECKING:
+    from medvidbench.judge.cache import Judgement
     from medvidbench.judge.client import JudgeRequest
 
 CAPTION_TASKS: dict[str, str] = {
@@ -96,7 +96,8 @@ def plan(
     task: str, samples: Sequence[Any], texts: Sequence[str], profile: Profile, config_id: str
 ) -> CaptionPlan:
     """The pairs a caption task needs judged, and how each sample will use them."""
-    from medvidbench.judge.client import JudgeRequest  # only when judging
+    from medvidbench.judge.cache import cache_key  # only when judging
+    from medvidbench.judge.client import JudgeRequest
 
     requests: dict[str, JudgeRequest] = {}
 
