@@ -38,7 +38,12 @@ def cache_dir() -> Path:
     explicit = os.environ.get("MEDVIDBENCH_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no home directory (some service accounts)
+            base = str(Path(tempfile.gettempdir()) / f"medvidbench-{os.getuid()}")
     return Path(base) / "medvidbench" / "models"
 
 
