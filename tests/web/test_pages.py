@@ -190,7 +190,7 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
     )
     page = client.get(f"/submissions/{sub.id}").text
     assert "Not judged: no judge configured on this server" in page
-    assert 'data-final="yes"' in page and ">pending<" not in page
+    assert 'data-final="yes"' in page and ">pending<" not in page and "pending judge" not in page
     board = client.get("/board/community").text
     assert "not judged" in board and ">pending<" not in board
     assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
