@@ -63,3 +63,34 @@ def test_first_places_beat_rank_sum() -> None:
 def test_ranks_are_one_to_n_without_gaps(values: list[list[float | None]]) -> None:
     rows = [(i, f"m{i}", {"m1": v[0], "m2": v[1]}) for i, v in enumerate(values)]
     assert [r.rank for r in rank_rows(rows, [M1, M2])] == list(range(1, len(values) + 1))
+
+
+def test_direction_scale_and_ranking_role_come_from_the_metric_table() -> None:
+    """A lower-is-better error, a percentage and a shown-only column rank as declared."""
+    from medvidbench.profiles import Metric
+
+    table = (
+        Metric("err", "Err", "t", "error rate", higher_is_better=False),
+        Metric("acc", "Acc", "t", "accuracy", "percent"),
+        Metric("note", "Note", "t", "shown, not ranked", ranked=False),
+    )
+    rows = [
+        ("a", "A", {"err": 0.10, "acc": 80.0, "note": 0.0}),
+        ("b", "B", {"err": 0.30, "acc": 90.0, "note": 1.0}),
+        ("c", "C", {"err": 0.05, "acc": 70.0, "note": 0.5}),
+    ]
+    ranked = rank_rows(rows, table)
+    assert {r.name: r.metric_ranks for r in ranked} == {
+        "A": {"err": 2, "acc": 2},
+        "B": {"err": 3, "acc": 1},
+        "C": {"err": 1, "acc": 3},
+    }
+    # All average 2.0; B and C have a first place each (A none); their rank sums tie at 4;
+    # then the normalised sum: C 0.05/0.05 + 70/90 = 1.778 beats B 0.05/0.30 + 90/90 = 1.167.
+    assert [r.name for r in ranked] == ["C", "B", "A"]
+    by = {r.name: r for r in ranked}
+    assert by["C"].normalised_sum == pytest.approx(1 + 70 / 90)
+    assert by["B"].normalised_sum == pytest.approx(0.05 / 0.30 + 1)
+    # Normalised average: every column on 0-1 with 1 the best, shown-only ones included.
+    assert by["A"].normalised_average == pytest.approx(((1 - 0.10) + 0.80 + 0.0) / 3)
+    assert table[0].normalised(0.25) == 0.75 and table[1].normalised(50.0) == 0.5

@@ -268,7 +268,7 @@ def add_reported(
         raise UsageError(f"unknown metric(s) {', '.join(sorted(unknown))}")
     for key, value in metrics.items():
         if value is not None:
-            low, high = (1.0, 5.0) if METRICS_BY_KEY[key].scale == "1-5" else (0.0, 1.0)
+            low, high = METRICS_BY_KEY[key].bounds
             if not low <= float(value) <= high:
                 raise UsageError(f"{key} = {value} is outside {low:g}-{high:g}")
     bench = current_benchmark(runtime)

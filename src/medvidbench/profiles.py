@@ -13,21 +13,27 @@ from typing import Literal
 
 from medvidbench.errors import UsageError
 
-Scale = Literal["0-1", "1-5"]
+Scale = Literal["0-1", "1-5", "percent"]
+_SCALE_RANGE: dict[str, tuple[float, float]] = {
+    "0-1": (0.0, 1.0),
+    "1-5": (1.0, 5.0),
+    "percent": (0.0, 100.0),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """One leaderboard column.
+    """One leaderboard column; ranking, pages, charts, exports and the API all read it here.
 
     Attributes:
         key: Stable machine key (``tag_miou_03``), used in reports, the API and CSV headers.
         column: The leaderboard's column title (``TAG_mIoU@0.3``).
         task: The task that produces it.
         title: A short human description.
-        scale: ``0-1`` or ``1-5`` (LLM-judged).
+        scale: ``0-1``, ``1-5`` (LLM-judged) or ``percent``.
         judged: Whether an LLM judge produces it (null until judged).
         higher_is_better: Ranking direction.
+        ranked: Whether it enters the average rank (a shown-only column does not).
     """
 
     key: str
@@ -37,6 +43,27 @@ class Metric:
     scale: Scale = "0-1"
     judged: bool = False
     higher_is_better: bool = True
+    ranked: bool = True
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The lowest and highest value the scale allows."""
+        return _SCALE_RANGE[self.scale]
+
+    def normalised(self, value: float | None) -> float | None:
+        """The value on 0-1 with 1 the best, for averages and charts across scales.
+
+        Examples:
+            >>> Metric("x", "X", "t", "", "1-5").normalised(3.0)
+            0.5
+            >>> Metric("e", "E", "t", "", higher_is_better=False).normalised(0.25)
+            0.75
+        """
+        if value is None:
+            return None
+        low, high = self.bounds
+        unit = (float(value) - low) / (high - low)
+        return unit if self.higher_is_better else 1.0 - unit
 
 
 METRICS: tuple[Metric, ...] = (

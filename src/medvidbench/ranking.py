@@ -1,13 +1,16 @@
 """Average-rank ranking of a board, exactly as the published leaderboard ranks (metrics.md §6).
 
-1. Each metric (read from the metric table, all higher-is-better) is ranked on values rounded to
-   3 decimals, ties sharing the smaller rank (1, 1, 3), missing values after all present ones.
+1. Each ranked metric of the metric table is ranked on values rounded to 3 decimals, best first
+   in its own direction (MedVidBench's are all higher-is-better), ties sharing the smaller rank
+   (1, 1, 3), missing values after all present ones.
 2. Rows are ordered by average rank, then: more first places; lower sum of ranks; higher sum of
-   value / column maximum (a column whose maximum is <= 0 or missing adds 0); model name.
+   value / column best (for a lower-is-better column, best / value; a column whose best is
+   <= 0 or missing adds 0); model name.
 3. Displayed ranks are 1..n without gaps; each board is ranked within itself.
 
 A pending (not yet judged) metric is missing, not zero. Also reported per row: the number of
-metrics present and the normalised average (judge metrics mapped by (s - 1) / 4).
+metrics present and the normalised average (each value on 0-1 with 1 the best, as its metric's
+scale and direction say: :meth:`Metric.normalised`).
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ class Ranked:
     metric_ranks: dict[str, int]
 
 
-def metric_ranks(values: Sequence[float | None]) -> list[int]:
+def metric_ranks(values: Sequence[float | None], higher_is_better: bool = True) -> list[int]:
     """Competition ranks ("min"), best first; missing values share the rank after all others.
 
     Examples:
         >>> metric_ranks([0.5, 0.5, 0.4, None])
         [1, 1, 3, 4]
+        >>> metric_ranks([0.5, 0.5, 0.4, None], higher_is_better=False)
+        [2, 2, 1, 4]
     """
-    present = sorted((v for v in values if v is not None), reverse=True)
+    present = sorted((v for v in values if v is not None), reverse=higher_is_better)
     first: dict[float, int] = {}
     for i, v in enumerate(present):
         first.setdefault(v, i + 1)
@@ -53,24 +58,32 @@ def rank_rows(
     metrics: Sequence[Metric] = METRICS,
 ) -> list[Ranked]:
     """Rank ``(key, model name, {metric key: value})`` rows of one board."""
-    keys = [m.key for m in metrics]
+    ranked = [m for m in metrics if m.ranked]
+    keys = [m.key for m in ranked]
     columns = [
         [None if (v := r[2].get(k)) is None else round(float(v), 3) for r in rows] for k in keys
     ]
-    rank_columns = [metric_ranks(c) for c in columns]
-    maxima = [max((x for x in c if x is not None), default=None) for c in columns]
-    judged = [m.scale == "1-5" for m in metrics]
+    rank_columns = [
+        metric_ranks(c, m.higher_is_better) for c, m in zip(columns, ranked, strict=True)
+    ]
+    bests = [
+        (max if m.higher_is_better else min)((x for x in c if x is not None), default=None)
+        for c, m in zip(columns, ranked, strict=True)
+    ]
     out = []
     for i, (key, name, _) in enumerate(rows):
         ranks = [rc[i] for rc in rank_columns]
         values = [c[i] for c in columns]
         norm = sum(
-            v / top
-            for v, top in zip(values, maxima, strict=True)
-            if v is not None and top is not None and top > 0
+            (v / best if m.higher_is_better else best / v)
+            for v, best, m in zip(values, bests, ranked, strict=True)
+            if v is not None and best is not None and best > 0 and v > 0
         )
         present = [
-            ((v - 1) / 4 if j else v) for v, j in zip(values, judged, strict=True) if v is not None
+            n
+            for m in metrics
+            if (v := rows[i][2].get(m.key)) is not None
+            and (n := m.normalised(round(float(v), 3))) is not None
         ]
         out.append(
             Ranked(

@@ -70,6 +70,10 @@ def test_submission_through_the_api_scores_like_the_evaluator(
     entry = next(r for r in client.get("/api/v1/boards/community").json())
     compared = client.get(f"/api/v1/compare?entries={entry['entry_id']}").json()
     assert compared["entries"][0]["model_name"] == "ApiModel"
+    assert compared["columns"]["tag_miou_03"] == "TAG_mIoU@0.3"
+    normalised = compared["entries"][0]["normalised"]
+    assert set(normalised) == set(METRIC_KEYS) and normalised["vs_llm"] is None  # not judged
+    assert normalised["cvs_acc"] == compared["entries"][0]["metrics"]["cvs_acc"]  # 0-1 already
 
 
 def test_invalid_duplicate_and_oversized_uploads(

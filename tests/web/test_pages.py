@@ -200,3 +200,17 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
     web_runtime.settings.judge_api_key = SecretStr("k")
     page = client.get(f"/submissions/{sub.id}").text
     assert "Not judged" not in page and ">pending<" in page and 'data-final="no"' in page
+
+
+def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_table(
+    client: TestClient,
+) -> None:
+    from medvidbench.profiles import METRICS
+
+    board = client.get("/board/official").text
+    assert f"all {len(METRICS)} metrics" in board
+    judged = [m.column for m in METRICS if m.judged]
+    compare = client.get("/compare?entries=1,2").text
+    assert all(f"{c} (1-5)" in compare for c in judged)
+    about = client.get("/about").text
+    assert f"average rank over the {sum(m.ranked for m in METRICS)} ranked metrics" in about

@@ -148,7 +148,18 @@ def compare(
     missing = [i for i in ids if i not in rows]
     if missing:
         raise NotFoundError(f"no entry {missing[0]}")
-    return {"metrics": [m.key for m in METRICS], "entries": [asdict(rows[i]) for i in ids]}
+    return {
+        "metrics": [m.key for m in METRICS],
+        "columns": {m.key: m.column for m in METRICS},
+        "entries": [
+            {
+                **asdict(rows[i]),
+                # each value on 0-1 with 1 the best, as its metric's scale and direction say
+                "normalised": {m.key: m.normalised(rows[i].metrics.get(m.key)) for m in METRICS},
+            }
+            for i in ids
+        ],
+    }
 
 
 async def receive_upload(upload: Any, runtime: Runtime) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 from medvidbench.config import judge_wanted
 from medvidbench.leaderboards import KINDS, BoardRow, board_rows
-from medvidbench.profiles import METRICS
+from medvidbench.profiles import METRICS, Metric
 from medvidbench.runtime import Runtime
 from medvidbench.submissions import current_benchmark
 from medvidbench.tasks.registry import TASKS
@@ -21,11 +21,13 @@ class Column:
     title: str
     best: float | None
     second: float | None
+    judged: bool
 
 
-def _best_two(rows: list[BoardRow], key: str) -> tuple[float | None, float | None]:
+def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float | None]:
     values = sorted(
-        {round(v, 3) for r in rows if (v := r.metrics.get(key)) is not None}, reverse=True
+        {round(v, 3) for r in rows if (v := r.metrics.get(metric.key)) is not None},
+        reverse=metric.higher_is_better,
     )
     return (values[0] if values else None, values[1] if len(values) > 1 else None)
 
@@ -37,7 +39,7 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
 
         raise NotFoundError(f"no board {kind!r}")
     rows = board_rows(runtime, kind)
-    columns = [Column(m.key, m.column, *_best_two(rows, m.key)) for m in METRICS]
+    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in METRICS]
     q = params.get("q", "").strip().casefold()
     team = params.get("team", "")
     shown = [

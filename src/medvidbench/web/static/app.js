@@ -49,16 +49,16 @@ document.addEventListener("DOMContentLoaded", () => {
     fetch(`/api/v1/compare?entries=${encodeURIComponent(chart.dataset.entries)}`)
       .then((r) => r.json())
       .then((body) => {
-        const labels = body.metrics;
+        // The server puts every value on 0-1 with 1 the best (from the metric table), so the
+        // chart names no metric and knows no scale.
+        const keys = body.metrics;
+        const names = keys.map((k) => body.columns[k] || k);
         const traces = body.entries.map((e) => ({
-          type: "bar", name: e.model_name, x: labels,
-          y: labels.map((k) => {
-            const v = e.metrics[k];
-            if (v === null || v === undefined) return null;
-            return k.endsWith("_llm") ? (v - 1) / 4 : v;
-          }),
+          type: "bar", name: e.model_name, x: names,
+          y: keys.map((k) => e.normalised[k] ?? null),
         }));
-        window.Plotly.newPlot(chart, traces, {barmode: "group", yaxis: {range: [0, 1]},
+        window.Plotly.newPlot(chart, traces, {barmode: "group",
+          yaxis: {range: [0, 1], title: {text: "normalised score (1 = best)"}},
           margin: {t: 20}, legend: {orientation: "h"}}, {responsive: true, displaylogo: false});
       });
   }
