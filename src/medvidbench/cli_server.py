@@ -158,6 +158,7 @@ def rescore(
     from sqlalchemy import select
 
     from medvidbench.jobs import attach_queue
+    from medvidbench.lifecycle import ON_BOARD
     from medvidbench.profiles import get_profile
     from medvidbench.store.models import Submission
 
@@ -165,13 +166,7 @@ def rescore(
     rt = runtime(data_dir)
     jobs = attach_queue(rt)  # type: ignore[arg-type]
     with rt.sessions() as session:  # type: ignore[attr-defined]
-        ids = list(
-            session.scalars(
-                select(Submission.id).where(
-                    Submission.status.in_(("scored", "judging", "complete"))
-                )
-            )
-        )
+        ids = list(session.scalars(select(Submission.id).where(Submission.status.in_(ON_BOARD))))
     for sid in ids:
         jobs.rescore(sid, profile)
     print(f"queued {len(ids)} re-scoring job(s) under {profile}")

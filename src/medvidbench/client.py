@@ -11,10 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medvidbench import lifecycle
 from medvidbench.errors import MedVidBenchError, UsageError
+from medvidbench.lifecycle import Status
 from medvidbench.profiles import METRICS
 
-FINAL = ("scored", "complete", "rejected", "failed", "deleted")
+# --wait returns once the rule-based scores are in, or nothing more will happen.
+FINAL = (Status.SCORED, *lifecycle.FINAL)
 
 
 class ServerError(MedVidBenchError):
@@ -87,7 +90,7 @@ def submit_file(
                     raise UsageError(f"still {body['status']} after {timeout:.0f} s")
                 time.sleep(0.5)
     _print(body)
-    if body["status"] in ("rejected", "failed"):
+    if body["status"] in (Status.REJECTED, Status.FAILED):
         raise ServerError(f"submission {body['status']}: {body.get('error') or ''}")
     return dict(body)
 

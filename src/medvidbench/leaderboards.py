@@ -25,6 +25,7 @@ from medvidbench.accounts import audit, require_role
 from medvidbench.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.formats import read_bytes
 from medvidbench.groundtruth import load_ground_truth
+from medvidbench.lifecycle import ON_BOARD
 from medvidbench.processing import current_evaluations
 from medvidbench.profiles import METRIC_KEYS, METRICS, METRICS_BY_KEY
 from medvidbench.ranking import rank_rows
@@ -216,7 +217,7 @@ def promote(
     require_role(actor, "admin")
     with transaction(runtime.sessions) as session:
         sub = session.get(Submission, submission_id)
-        if sub is None or sub.status not in ("scored", "judging", "complete"):
+        if sub is None or sub.status not in ON_BOARD:
             raise NotFoundError(f"no scored submission {submission_id}")
         board = _board(session, sub.benchmark_id, "official")
         if session.scalar(

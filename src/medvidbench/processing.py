@@ -21,14 +21,12 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench import board_cache
 from medvidbench.config import judge_wanted
 from medvidbench.evaluation import Report, evaluate
+from medvidbench.lifecycle import STEPS, Status
 from medvidbench.matching import load_submission
 from medvidbench.profiles import DEFAULT_PROFILE, SCORER_VERSION
 from medvidbench.runtime import Runtime
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Benchmark, Board, Entry, Evaluation, Submission
-
-# step name -> (status it waits in, status while running, status when done)
-STEPS = {"score": ("queued", "scoring", "scored"), "judge": ("scored", "judging", "complete")}
 
 
 def _now() -> datetime:
@@ -200,7 +198,7 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         if sub is None:
             return "superseded"
         final = sub.step_attempts >= runtime.settings.job_max_attempts
-        sub.status = "failed" if final else waiting
+        sub.status = Status.FAILED if final else waiting
         sub.error, sub.lease_owner, sub.lease_until = reason, None, None
         board_cache.bump(session, sub.benchmark_id)
         return "failed" if final else "retry"
@@ -226,22 +224,25 @@ def stale(runtime: Runtime) -> list[tuple[int, str]]:
     queued_grace = runtime.settings.job_requeue_seconds
     conditions = [
         and_(
-            Submission.status == "queued",
+            Submission.status == Status.QUEUED,
             Submission.created_at < now - timedelta(seconds=queued_grace),
         ),
-        and_(Submission.status.in_(("scoring", "judging")), Submission.lease_until < now),
+        and_(Submission.status.in_((Status.SCORING, Status.JUDGING)), Submission.lease_until < now),
     ]
     if judge_wanted(runtime.settings):
         conditions.append(
             and_(
-                Submission.status == "scored",
+                Submission.status == Status.SCORED,
                 Submission.scored_at < now - timedelta(seconds=queued_grace),
             )
         )
     with runtime.sessions() as session:
         query = select(Submission.id, Submission.status).where(or_(*conditions))
         rows = session.execute(query).all()
-    return [(sid, "score" if status in ("queued", "scoring") else "judge") for sid, status in rows]
+    return [
+        (sid, "score" if status in (Status.QUEUED, Status.SCORING) else "judge")
+        for sid, status in rows
+    ]
 
 
 def current_evaluations(
@@ -330,8 +331,11 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
     with transaction(runtime.sessions) as session:
         result = session.execute(
             update(Submission)
-            .where(Submission.id == submission_id, Submission.status.in_(("scored", "complete")))
-            .values(status="scored", step_attempts=0)
+            .where(
+                Submission.id == submission_id,
+                Submission.status.in_((Status.SCORED, Status.COMPLETE)),
+            )
+            .values(status=Status.SCORED, step_attempts=0)
         )
         put_back = bool(result.rowcount)  # type: ignore[attr-defined]
         if put_back:

@@ -26,13 +26,12 @@ from medvidbench.errors import (
     QuotaExceededError,
     UsageError,
 )
+from medvidbench.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, Status
 from medvidbench.runtime import Runtime
 from medvidbench.store.db import transaction
 from medvidbench.store.models import Benchmark, Board, Entry, Submission, Team, User
 from medvidbench.teams import check_organisation
 
-FINAL = ("complete", "rejected", "failed", "deleted")
-NOT_COUNTED = ("rejected", "failed", "deleted")
 MAX_NAME = 120
 MAX_SETTINGS = 20
 
@@ -171,7 +170,7 @@ def submit(
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
             session.add(
-                Submission(**base, status="rejected", error=reason[:4000], verdict="invalid")
+                Submission(**base, status=Status.REJECTED, error=reason[:4000], verdict="invalid")
             )
         raise InvalidSubmissionError(report.errors, filename)
     # Compressed and written before the transaction, which then only renames it: the database
@@ -185,7 +184,10 @@ def submit(
             check_organisation(session, holder, organisation)
             base["team_id"] = holder.team_id  # the team charged is the one locked
             sub = Submission(
-                **base, status="queued", verdict=report.verdict, missing_tasks=report.missing_tasks
+                **base,
+                status=Status.QUEUED,
+                verdict=report.verdict,
+                missing_tasks=report.missing_tasks,
             )
             session.add(sub)
             session.flush()
@@ -239,14 +241,10 @@ def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = N
     """A submission; everyone may see scored ones, only the owner and staff the others."""
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
-        if sub is None or sub.status == "deleted":
+        if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
         staff = viewer is not None and viewer.role in ("admin", "maintainer")
-        if (
-            not staff
-            and sub.status in ("rejected", "failed", "queued", "scoring")
-            and (viewer is None or viewer.id != sub.user_id)
-        ):
+        if not staff and sub.status in PRIVATE and (viewer is None or viewer.id != sub.user_id):
             raise NotFoundError(f"no submission {submission_id}")
         return sub
 
@@ -255,7 +253,7 @@ def list_submissions(
     runtime: Runtime, user: User, everyone: bool = False, limit: int = 100
 ) -> list[Submission]:
     with runtime.sessions() as session:
-        query = select(Submission).where(Submission.status != "deleted")
+        query = select(Submission).where(Submission.status != Status.DELETED)
         if not (everyone and user.role in ("admin", "maintainer")):
             query = query.where(Submission.user_id == user.id)
         return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
@@ -265,19 +263,16 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
     """Delete a submission, its entries and its stored file (admin, or the owner)."""
     with transaction(runtime.sessions) as session:
         sub = session.get(Submission, submission_id)
-        if sub is None or sub.status == "deleted":
+        if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
         if actor.role != "admin" and actor.id != sub.user_id:
             raise NotFoundError(f"no submission {submission_id}")
         for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
             session.delete(entry)
-        sub.status, sub.stored = "deleted", False
+        sub.status, sub.stored = Status.DELETED, False
         board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.submission_path(submission_id).unlink(missing_ok=True)
-
-
-TIMELINE = ("queued", "scoring", "scored", "judging", "complete")
 
 
 def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -> dict[str, Any]:
@@ -308,9 +303,9 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "model_url": sub.model_url,
         "team": team.name if team else sub.organisation,
         "status": sub.status,
-        "final": sub.status in FINAL or (sub.status == "scored" and not judge_on),
+        "final": sub.status in FINAL or (sub.status == Status.SCORED and not judge_on),
         "judge_on": judge_on,
-        "timeline": [{"state": s, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
+        "timeline": [{"state": s.value, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
         "created_at": sub.created_at.isoformat(),
         "verdict": sub.verdict,
         "missing_tasks": sub.missing_tasks,

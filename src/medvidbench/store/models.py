@@ -24,6 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from medvidbench.lifecycle import ACTIVE_SQL, Status
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -34,7 +36,7 @@ class Base(DeclarativeBase):
 
 
 # Submissions in these states hold their model name and file hash; the others do not count.
-ACTIVE = "status NOT IN ('rejected', 'failed', 'deleted')"
+ACTIVE = ACTIVE_SQL
 
 
 class Benchmark(Base):
@@ -152,7 +154,7 @@ class Submission(Base):
     record_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str] = mapped_column(String(20), default="")
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)
-    status: Mapped[str] = mapped_column(String(20), default="received")
+    status: Mapped[str] = mapped_column(String(20), default=Status.RECEIVED.value)
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # every claim, all steps
     step_attempts: Mapped[int] = mapped_column(

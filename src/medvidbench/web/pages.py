@@ -18,6 +18,7 @@ from medvidbench.errors import (
     PermissionDeniedError,
     UsageError,
 )
+from medvidbench.lifecycle import Status
 from medvidbench.profiles import METRICS, PROFILES
 from medvidbench.store.db import transaction
 from medvidbench.store.models import ApiToken, AuditLog, Submission, Team, User
@@ -377,7 +378,7 @@ def admin(request: Request) -> Response:
         subs = list(
             session.scalars(
                 select(Submission)
-                .where(Submission.status != "deleted")
+                .where(Submission.status != Status.DELETED)
                 .order_by(Submission.id.desc())
                 .limit(200)
             )
