@@ -275,3 +275,15 @@ def approve_user(session: Session, actor: User, username: str) -> User:
     user.approved = True
     audit(session, actor, "user.approve", f"user:{user.id}", username=user.username)
     return user
+
+
+def user_named(session: Session, username: str) -> User:
+    """The user with this username (any case).
+
+    Raises:
+        NotFoundError: when there is none.
+    """
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    return user

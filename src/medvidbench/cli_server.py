@@ -98,19 +98,12 @@ def tokens_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create an API token for a user and print it (it is shown only this once)."""
-    from sqlalchemy import select
-
-    from medvidbench.accounts import create_token
-    from medvidbench.errors import NotFoundError
+    from medvidbench.accounts import create_token, user_named
     from medvidbench.store.db import transaction
-    from medvidbench.store.models import User
 
     rt = runtime(data_dir)
     with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
-        row = session.scalar(select(User).where(User.username == user))
-        if row is None:
-            raise NotFoundError(f"no user {user!r}")
-        secret, _ = create_token(session, row, name)
+        secret, _ = create_token(session, user_named(session, user), name)
     err.print("store this token now; it is not shown again:", highlight=False)
     print(secret)
 
@@ -155,18 +148,14 @@ def rescore(
     data_dir: DataDir = None,
 ) -> None:
     """Queue a re-scoring of every scored submission (old evaluations are kept)."""
-    from sqlalchemy import select
-
     from medvidbench.jobs import attach_queue
-    from medvidbench.lifecycle import ON_BOARD
+    from medvidbench.processing import on_board
     from medvidbench.profiles import get_profile
-    from medvidbench.store.models import Submission
 
     get_profile(profile)
     rt = runtime(data_dir)
     jobs = attach_queue(rt)  # type: ignore[arg-type]
-    with rt.sessions() as session:  # type: ignore[attr-defined]
-        ids = list(session.scalars(select(Submission.id).where(Submission.status.in_(ON_BOARD))))
+    ids = on_board(rt)  # type: ignore[arg-type]
     for sid in ids:
         jobs.rescore(sid, profile)
     print(f"queued {len(ids)} re-scoring job(s) under {profile}")

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench import board_cache
 from medvidbench.config import judge_wanted
 from medvidbench.evaluation import Report, evaluate
-from medvidbench.lifecycle import STEPS, Status
+from medvidbench.lifecycle import ON_BOARD, STEPS, Status
 from medvidbench.matching import load_submission
 from medvidbench.profiles import DEFAULT_PROFILE, SCORER_VERSION
 from medvidbench.runtime import Runtime
@@ -341,6 +341,12 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
         if put_back:
             board_cache.bump_for_submission(session, submission_id)
         return put_back
+
+
+def on_board(runtime: Runtime) -> list[int]:
+    """The ids of every scored submission (the ones a re-scoring covers)."""
+    with runtime.sessions() as session:
+        return list(session.scalars(select(Submission.id).where(Submission.status.in_(ON_BOARD))))
 
 
 def warm_up(runtime: Runtime) -> None:

@@ -7,6 +7,8 @@ name makes its creator the owner. Every decision is written to the audit log.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -124,3 +126,28 @@ def check_organisation(session: Session, user: User, organisation: str) -> None:
             f"{team.name!r} is a team on this server and you are not its member: ask to join "
             "it on your account page, or leave the organisation empty"
         )
+
+
+@dataclass(slots=True)
+class TeamStanding:
+    """A user's place in teams, as their account page shows it."""
+
+    team: Team | None
+    owner: bool
+    requested: Team | None
+    requests: list[tuple[int, str, str]]  # (user id, username, team name) the user may decide
+
+
+def standing(session: Session, user: User) -> TeamStanding:
+    """The user's team (and whether they own it), their open request, and the requests to
+    join that they may decide."""
+    me = session.get(User, user.id)
+    if me is None:
+        raise NotFoundError("your account no longer exists")
+    team = session.get(Team, me.team_id) if me.team_id else None
+    return TeamStanding(
+        team=team,
+        owner=team is not None and team.owner_id == me.id,
+        requested=session.get(Team, me.requested_team_id) if me.requested_team_id else None,
+        requests=[(u.id, u.username, t.name) for u, t in pending_requests(session, me)],
+    )

@@ -7,10 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from medvidbench import accounts, leaderboards, teams
+from medvidbench import accounts, administration, leaderboards, teams
 from medvidbench.errors import (
     InvalidSubmissionError,
     MedVidBenchError,
@@ -18,10 +17,9 @@ from medvidbench.errors import (
     PermissionDeniedError,
     UsageError,
 )
-from medvidbench.lifecycle import Status
 from medvidbench.profiles import METRICS, PROFILES
 from medvidbench.store.db import transaction
-from medvidbench.store.models import ApiToken, AuditLog, Submission, Team, User
+from medvidbench.store.models import User
 from medvidbench.submissions import (
     current_benchmark,
     delete_submission,
@@ -279,10 +277,7 @@ def _account_page(
     rt = request.app.state.runtime
     with rt.sessions() as session:
         tokens = accounts.list_tokens(session, user)
-        me = _me(session, user)
-        team = session.get(Team, me.team_id) if me.team_id else None
-        requested = session.get(Team, me.requested_team_id) if me.requested_team_id else None
-        requests = [(u.id, u.username, t.name) for u, t in teams.pending_requests(session, me)]
+        place = teams.standing(session, user)
     response = page(
         request,
         "account.html",
@@ -291,10 +286,10 @@ def _account_page(
         tokens=tokens,
         secret=secret,
         submissions=list_submissions(rt, user),
-        team=team,
-        owner=team is not None and team.owner_id == user.id,
-        requested=requested,
-        requests=requests,
+        team=place.team,
+        owner=place.owner,
+        requested=place.requested,
+        requests=place.requests,
         error=error,
     )
     if secret:  # a page holding a token's secret is never cached
@@ -373,28 +368,17 @@ async def token_revoke(request: Request, token_id: DbId) -> Response:
 def admin(request: Request) -> Response:
     user = admin_user(request)
     rt = request.app.state.runtime
-    with rt.sessions() as session:
-        users = list(session.scalars(select(User).order_by(User.id)))
-        subs = list(
-            session.scalars(
-                select(Submission)
-                .where(Submission.status != Status.DELETED)
-                .order_by(Submission.id.desc())
-                .limit(200)
-            )
-        )
-        log = list(session.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(100)))
-        tokens = session.scalar(select(ApiToken.id).limit(1))
+    seen = administration.overview(rt, user)
     return page(
         request,
         "admin.html",
         user=user,
-        users=users,
-        subs=subs,
-        log=log,
+        users=seen.users,
+        subs=seen.submissions,
+        log=seen.log,
         official=leaderboards.board_rows(rt, "official"),
         metrics=METRICS,
-        has_tokens=tokens is not None,
+        has_tokens=seen.has_tokens,
     )
 
 
