@@ -48,6 +48,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--samples", type=int, default=6245)
     args = parser.parse_args()
+    from serving import synth  # beside this script
+
     exe = [sys.executable, "-m", "medvidbench"]
     # The installed console script is what a user runs; fall back to -m if it is not on PATH.
     script = Path(sys.executable).with_name("medvidbench")
@@ -55,20 +57,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         env = {**os.environ, "MEDVIDBENCH_CACHE_DIR": str(folder / "cache")}
-        subprocess.run(
-            [
-                *exe,
-                "synth",
-                "--samples",
-                str(args.samples),
-                "--seed",
-                "0",
-                "--out-dir",
-                str(folder),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        synth(folder, args.samples)
         gt = folder / "ground_truth.json"
         commands: dict[str, list[str]] = {
             "floor": [

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,28 +25,13 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=6245)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-
     import numpy as np
 
     from medvidbench.embeddings import Embedder, model_dir
+    from serving import synth  # beside this script
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "medvidbench",
-                "synth",
-                "--samples",
-                str(args.samples),
-                "--seed",
-                "0",
-                "--out-dir",
-                tmp,
-            ],
-            check=True,
-            capture_output=True,
-        )
+        synth(Path(tmp), args.samples)
         records = json.loads((Path(tmp) / "predictions_garbage.json").read_text())
     texts = sorted({r["prediction"] for r in records if r["qa_type"] == "next_action"})
     ours = Embedder()

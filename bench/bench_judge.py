@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -49,8 +48,9 @@ def run(args: argparse.Namespace, folder: Path, rate_429: float) -> None:
     )
     try:
         url = (server.stdout.readline() if server.stdout else "").strip()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
-        env.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="k", MEDVIDBENCH_JUDGE_MODEL="fake")
+        from serving import clean_env  # beside this script
+
+        env = clean_env(OPENAI_BASE_URL=url, OPENAI_API_KEY="k", MEDVIDBENCH_JUDGE_MODEL="fake")
         if args.concurrency:
             env["MEDVIDBENCH_JUDGE_CONCURRENCY"] = str(args.concurrency)
         cache = folder / f"cache-{rate_429}.sqlite3"
@@ -110,24 +110,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=0, help="0: the default setting")
     args = parser.parse_args()
+    from serving import synth  # beside this script
+
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "medvidbench",
-                "synth",
-                "--samples",
-                str(args.samples),
-                "--seed",
-                "0",
-                "--out-dir",
-                str(folder),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        synth(folder, args.samples)
         records = json.loads((folder / "ground_truth.json").read_text())
         captions = sum(
             r["qa_type"].startswith(("dense_captioning", "video_summary", "region_caption"))

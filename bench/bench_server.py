@@ -102,76 +102,34 @@ def main() -> None:
 
 def first_after_start() -> None:
     """Start a real server on a fresh data folder and time its first submission."""
-    import os
-    import socket
-    import subprocess
-    import sys
-
     import httpx
+
+    from serving import account_with_token, clean_env, serve  # beside this script
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
-        env["MEDVIDBENCH_QUOTA_PER_DAY"] = "0"
-        cli = [sys.executable, "-m", "medvidbench"]
-        subprocess.run(
-            [*cli, "users", "create", "bench", "--password-stdin", "--data-dir", str(data)],
-            input=b"bench-password-123\n",
-            check=True,
-            capture_output=True,
-            env=env,
-        )
-        token = subprocess.run(
-            [*cli, "tokens", "create", "bench", "--data-dir", str(data)],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=env,
-        ).stdout.split()[-1]
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = subprocess.Popen(
-            [*cli, "serve", "--port", str(port), "--data-dir", str(data)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            launched = time.perf_counter()
-            while True:
-                try:
-                    if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.02)
-            up = time.perf_counter() - launched
+        env = clean_env(MEDVIDBENCH_QUOTA_PER_DAY="0")
+        token = account_with_token(data, env)
+        with serve(data, env) as live:
             demo = (data / "demo" / "predictions_strong.json").read_bytes()
+            mine = {"Authorization": f"Bearer {token}"}  # queued ones are the owner's to see
             started = time.perf_counter()
             answer = httpx.post(
-                f"{url}/api/v1/submissions",
-                headers={"Authorization": f"Bearer {token}"},
+                f"{live.url}/api/v1/submissions",
+                headers=mine,
                 files={"file": ("strong.json", demo, "application/json")},
                 data={"model_name": "First after start"},
                 timeout=60,
             )
             accepted = time.perf_counter() - started
-            sid = answer.json()["id"]
-            mine = {"Authorization": f"Bearer {token}"}  # queued ones are the owner's to see
-            while (
-                httpx.get(f"{url}/api/v1/submissions/{sid}", headers=mine).json()["status"]
-                != "scored"
-            ):
+            status_url = f"{live.url}/api/v1/submissions/{answer.json()['id']}"
+            while httpx.get(status_url, headers=mine).json()["status"] != "scored":
                 time.sleep(0.01)
             scored = time.perf_counter() - started
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     print(
-        f"first submission after a start (server answered {up:.2f} s after launch): accepted "
-        f"{accepted:.2f} s after upload began, scored {scored:.2f} s after (target < 1 s)"
+        f"first submission after a start (server answered {live.started_in:.2f} s after "
+        f"launch): accepted {accepted:.2f} s after upload began, scored {scored:.2f} s after "
+        "(target < 1 s)"
     )
 
 

@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,12 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def memory(pid: int) -> dict[str, int]:
@@ -76,46 +66,17 @@ def padded_file(demo: Path, target_bytes: int, out: Path) -> int:
 
 
 def run(src: str | None, mb: int, tmp: Path) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
-    env["MEDVIDBENCH_MAX_SUBMISSION_BYTES"] = str((mb + 32) << 20)
-    env["MEDVIDBENCH_QUOTA_PER_DAY"] = "0"
+    from serving import account_with_token, clean_env, serve  # beside this script
+
+    env = clean_env(
+        MEDVIDBENCH_MAX_SUBMISSION_BYTES=str((mb + 32) << 20), MEDVIDBENCH_QUOTA_PER_DAY="0"
+    )
     if src:
         env["PYTHONPATH"] = src
-    cli = [sys.executable, "-m", "medvidbench"]
     data = tmp / "data"
-    subprocess.run(
-        [*cli, "users", "create", "bench", "--password-stdin", "--data-dir", str(data)],
-        input=b"bench-password-123\n",
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    token = subprocess.run(
-        [*cli, "tokens", "create", "bench", "--data-dir", str(data)],
-        check=True,
-        capture_output=True,
-        env=env,
-        text=True,
-    ).stdout.split()[-1]
-    port = free_port()
-    server = subprocess.Popen(
-        [*cli, "serve", "--port", str(port), "--data-dir", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("server did not start")
-            time.sleep(0.1)
+    token = account_with_token(data, env)
+    with serve(data, env) as live:
+        server, url = live.process, live.url
         size = padded_file(data / "demo", mb << 20, tmp / "big.json")
         before = memory(server.pid)
         latencies: list[float] = []
@@ -156,9 +117,6 @@ def run(src: str | None, mb: int, tmp: Path) -> dict[str, object]:
         after = memory(server.pid)
         # The child process that validated the file (if the server used one), its own peak.
         child_peaks = [memory(c)["VmHWM"] for c in children(server.pid)]
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
     ordered = sorted(latencies)
     return {
         "status": answer.status_code,

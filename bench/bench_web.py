@@ -14,11 +14,7 @@ Usage: python bench/bench_web.py [--entries 1000] [--repeat 50]
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,12 +30,6 @@ PATHS = (
     "/compare?entries=1,2",
     "/login",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def main() -> None:
@@ -64,69 +54,42 @@ def main() -> None:
         with transaction(runtime.sessions) as session:
             user = create_user(session, "bench", "bench-password-123", team="Bench")
         populate_board(runtime, bench.id, user.id, args.entries)
-        port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "medvidbench",
-                "serve",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(data),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("server did not start")
-                time.sleep(0.05)
-            with httpx.Client(base_url=url, timeout=30) as client:
-                for path in PATHS:
-                    runs, size = [], 0
-                    for _ in range(args.repeat):
-                        started = time.perf_counter()
-                        response = client.get(path)
-                        runs.append(time.perf_counter() - started)
-                        size = len(response.content)
-                        assert response.status_code == 200, (path, response.status_code)
-                    ordered = sorted(runs)
-                    p95 = ordered[int(0.95 * (len(ordered) - 1))]
-                    print(
-                        f"{path:<50} first {runs[0] * 1000:7.1f} ms  median "
-                        f"{statistics.median(runs) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms  "
-                        f"{size / 1024:7.1f} KB"
-                    )
-                add_reported(
-                    runtime,
-                    None,
-                    "Changed Model",
-                    "Lab",
-                    {"cvs_acc": 0.99},
-                    source="bench",
-                    kind="community",
-                )
-                started = time.perf_counter()
-                page = client.get("/board/community?q=Changed+Model").text
+        from serving import clean_env, serve  # beside this script
+
+        with (
+            serve(data, clean_env()) as live,
+            httpx.Client(base_url=live.url, timeout=30) as client,
+        ):
+            for path in PATHS:
+                runs, size = [], 0
+                for _ in range(args.repeat):
+                    started = time.perf_counter()
+                    response = client.get(path)
+                    runs.append(time.perf_counter() - started)
+                    size = len(response.content)
+                    assert response.status_code == 200, (path, response.status_code)
+                ordered = sorted(runs)
+                p95 = ordered[int(0.95 * (len(ordered) - 1))]
                 print(
-                    f"after a change: board rebuilt in {(time.perf_counter() - started) * 1000:.1f}"
-                    f" ms, new row shown: {'Changed Model' in page}"
+                    f"{path:<50} first {runs[0] * 1000:7.1f} ms  median "
+                    f"{statistics.median(runs) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms  "
+                    f"{size / 1024:7.1f} KB"
                 )
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+            add_reported(
+                runtime,
+                None,
+                "Changed Model",
+                "Lab",
+                {"cvs_acc": 0.99},
+                source="bench",
+                kind="community",
+            )
+            started = time.perf_counter()
+            page = client.get("/board/community?q=Changed+Model").text
+            print(
+                f"after a change: board rebuilt in {(time.perf_counter() - started) * 1000:.1f}"
+                f" ms, new row shown: {'Changed Model' in page}"
+            )
     print(f"community board: {args.entries:,} entries; pages hold 100 rows each")
 
 
