@@ -16,10 +16,8 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -27,31 +25,7 @@ from pathlib import Path
 
 import httpx
 
-CLI = [sys.executable, "-m", "medvidbench"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(data: Path, env: dict[str, str], jobs: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", str(port), "--data-dir", str(data), "--workers", str(jobs)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
+from serving import CLI, account_with_token, serve  # beside this script
 
 
 async def hammer(url: str, requests: int, concurrency: int) -> dict[str, float]:
@@ -116,25 +90,6 @@ async def submit_all(url: str, token: str, files: list[bytes], parallel: int) ->
     return time.perf_counter() - started
 
 
-def token(data: Path, env: dict[str, str]) -> str:
-    subprocess.run(
-        [*CLI, "users", "create", "loader", "--password-stdin", "--data-dir", str(data)],
-        input="load-test-password\n",
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    out = subprocess.run(
-        [*CLI, "tokens", "create", "loader", "--data-dir", str(data)],
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return out.stdout.strip()
-
-
 def scenario(name: str, env: dict[str, str], args: argparse.Namespace, workers: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
@@ -145,35 +100,36 @@ def scenario(name: str, env: dict[str, str], args: argparse.Namespace, workers: 
             check=True,
             capture_output=True,
         )
-        secret = token(data, env)
-        proc, url = start(data, env, jobs=0 if workers else 2)
-        extra = [
-            subprocess.Popen(
-                [*CLI, "worker", "--workers", "2", "--data-dir", str(data)],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(workers)
-        ]
-        try:
-            files = variants(data / "demo" / "predictions_weak.json", args.submissions)
-            seconds = asyncio.run(submit_all(url, secret, files, parallel=4))
-            print(
-                f"[{name}] {args.submissions} submissions of 6,245 samples, upload to scored: "
-                f"{seconds:.1f} s = {args.submissions / seconds * 60:.0f} submissions/minute"
-            )
-            for page in ("/board/official", "/board/community"):
-                r = asyncio.run(hammer(url + page, args.requests, args.concurrency))
-                print(
-                    f"[{name}] GET {page} x{args.requests}, concurrency {args.concurrency}: "
-                    f"{r['rps']:.0f} requests/s, p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms"
+        secret = account_with_token(data, env)
+        with serve(data, env, args=("--workers", "0" if workers else "2")) as live:
+            extra = [
+                subprocess.Popen(
+                    [*CLI, "worker", "--workers", "2", "--data-dir", str(data)],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
-        finally:
-            for p in [proc, *extra]:
-                p.send_signal(signal.SIGTERM)
-            for p in [proc, *extra]:
-                p.wait(timeout=30)
+                for _ in range(workers)
+            ]
+            try:
+                files = variants(data / "demo" / "predictions_weak.json", args.submissions)
+                seconds = asyncio.run(submit_all(live.url, secret, files, parallel=4))
+                print(
+                    f"[{name}] {args.submissions} submissions of 6,245 samples, upload to "
+                    f"scored: {seconds:.1f} s = {args.submissions / seconds * 60:.0f} "
+                    "submissions/minute"
+                )
+                for page in ("/board/official", "/board/community"):
+                    r = asyncio.run(hammer(live.url + page, args.requests, args.concurrency))
+                    print(
+                        f"[{name}] GET {page} x{args.requests}, concurrency {args.concurrency}: "
+                        f"{r['rps']:.0f} requests/s, p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms"
+                    )
+            finally:
+                for p in extra:
+                    p.send_signal(signal.SIGTERM)
+                for p in extra:
+                    p.wait(timeout=30)
 
 
 def main() -> None:

@@ -64,13 +64,16 @@ class Server:
 
 
 @contextmanager
-def serve(data: Path, env: dict[str, str], timeout: float = 120) -> Iterator[Server]:
-    """``medvidbench serve`` on a free loopback port, once its health check answers."""
+def serve(
+    data: Path, env: dict[str, str], timeout: float = 120, args: tuple[str, ...] = ()
+) -> Iterator[Server]:
+    """``medvidbench serve`` (with ``args``) on a free loopback port, once its health check
+    answers; stopped afterwards."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     process = subprocess.Popen(
-        [*CLI, "serve", "--port", str(port), "--data-dir", str(data)],
+        [*CLI, "serve", "--port", str(port), "--data-dir", str(data), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,

@@ -14,7 +14,7 @@ ROOT = Path(__file__).parent.parent
 # Written split so that this file does not match itself.
 FORBIDDEN = [
     "pg_ctl" + "cluster",  # Debian's wrapper for the machine's own clusters
-    "redis-cli",  # e.g. 'shutdown' of the machine's Redis
+    "redis" + "-cli",  # e.g. 'shutdown' of the machine's Redis
     "system" + "ctl",
     "service " + "postgresql",
     "service " + "redis",

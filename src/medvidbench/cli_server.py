@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -30,12 +30,6 @@ app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(bench_app, name="benchmarks")
-
-
-def judge_state(settings: object) -> Any:
-    from medvidbench.config import judge_state as state
-
-    return state(settings)  # type: ignore[arg-type]
 
 
 def runtime(data_dir: Path | None, migrate: bool = True) -> object:
@@ -135,6 +129,8 @@ def worker(
     from medvidbench.jobs import run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from medvidbench.config import judge_state
+
     rt = runtime(data_dir)
     err.print(judge_state(rt.settings).describe(), highlight=False)  # type: ignore[attr-defined]
     _warm_up_in_background(rt)
@@ -243,6 +239,7 @@ def serve(
     import uvicorn
 
     from medvidbench.accounts import admin_exists
+    from medvidbench.config import judge_state
     from medvidbench.jobs import attach_queue, start_embedded_consumer
     from medvidbench.leaderboards import bootstrap
     from medvidbench.web.app import create_app

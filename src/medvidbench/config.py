@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -253,3 +254,24 @@ def judge_state(settings: Settings) -> JudgeState:
         )
     why = "MEDVIDBENCH_JUDGE_ENABLED=true" if settings.judge_enabled else "a judge is configured"
     return JudgeState(True, endpoint, settings.judge_model, why)
+
+
+def judge_summary(settings: Settings) -> dict[str, Any]:
+    """The judge as the health check reports it: on or off, endpoint, model (never the key),
+    and why. A misconfigured judge is reported, not raised: this process may only serve pages
+    while workers judge."""
+    try:
+        state = judge_state(settings)
+    except UsageError as exc:
+        return {
+            "enabled": True,
+            "endpoint": None,
+            "model": settings.judge_model,
+            "reason": exc.message,
+        }
+    return {
+        "enabled": state.enabled,
+        "endpoint": state.endpoint if state.enabled else None,
+        "model": state.model if state.enabled else None,
+        "reason": state.reason,
+    }

@@ -158,13 +158,9 @@ class Embedder:
         """Encode a fixed list (a benchmark's class labels) through the disk cache, so that
         only the first process on a machine computes it."""
         todo = sorted(set(labels))
-        vectors = label_vectors(WEIGHTS_SHA256, todo, HIDDEN, self._encode_fresh)
+        vectors = label_vectors(WEIGHTS_SHA256, todo, HIDDEN, self.encode)
         with self._lock:
             self._cache.update(zip(todo, vectors, strict=True))
-
-    def _encode_fresh(self, texts: Sequence[str]) -> Array:
-        self.encode(texts)
-        return np.stack([self._cache[t] for t in texts])
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
         """Embed texts; returns an array of shape ``(len(texts), 384)`` with unit rows."""

@@ -12,6 +12,7 @@ import gzip
 import os
 import threading
 import uuid
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
@@ -41,6 +42,14 @@ def private_file(path: Path) -> None:
     path.touch(mode=PRIVATE_FILE, exist_ok=True)
     if path.stat().st_mode & 0o777 != PRIVATE_FILE:
         path.chmod(PRIVATE_FILE)
+
+
+def _write_gzip(path: Path, chunks: Iterable[bytes]) -> None:
+    """Compress ``chunks`` into ``path``, a file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out:
+        for chunk in chunks:
+            out.write(chunk)
 
 
 class Runtime:
@@ -94,28 +103,17 @@ class Runtime:
         database row exists."""
         path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
         if isinstance(source, bytes):
-            self.write_atomically(path, source)
-            return path
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-        with (
-            open(source, "rb") as raw_in,
-            os.fdopen(fd, "wb") as raw,
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out,
-        ):
-            while chunk := raw_in.read(1 << 20):
-                out.write(chunk)
+            _write_gzip(path, [source])
+        else:
+            with open(source, "rb") as raw:
+                _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
         return path
 
     @staticmethod
     def write_atomically(path: Path, data: bytes) -> None:
         """Write compressed bytes so that a reader never sees a half-written file."""
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-        with (
-            os.fdopen(fd, "wb") as raw,
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as fh,
-        ):
-            fh.write(data)
+        _write_gzip(tmp, [data])
         os.replace(tmp, path)
 
     @staticmethod

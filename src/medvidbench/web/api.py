@@ -11,6 +11,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
+from medvidbench.config import judge_summary
 from medvidbench.errors import NotFoundError, UsageError
 from medvidbench.leaderboards import board_rows, export_board
 from medvidbench.profiles import METRICS, PROFILES
@@ -24,6 +25,7 @@ from medvidbench.submissions import (
 )
 from medvidbench.tasks.registry import TASKS
 from medvidbench.web import deps
+from medvidbench.web.limits import PayloadTooLargeError
 from medvidbench.web.schemas import SubmissionCreated
 
 router = APIRouter(tags=["leaderboard"])
@@ -35,7 +37,7 @@ CHUNK = 1 << 20
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds."""
     bench = current_benchmark(rt)
-    judge = judge_status(rt.settings)
+    judge = judge_summary(rt.settings)
     return {
         "status": "ok",
         "version": __version__,
@@ -43,28 +45,6 @@ def health(rt: Rt) -> dict[str, Any]:
         "samples": bench.sample_count,
         "demo": bench.is_demo,
         "judge": judge,
-    }
-
-
-def judge_status(settings: Any) -> dict[str, Any]:
-    """The judge as the health check and pages report it: on or off, endpoint, model, why."""
-    from medvidbench.config import judge_state
-    from medvidbench.errors import UsageError
-
-    try:
-        state = judge_state(settings)
-    except UsageError as exc:  # a worker may hold the judge; this process only reports
-        return {
-            "enabled": True,
-            "endpoint": None,
-            "model": settings.judge_model,
-            "reason": exc.message,
-        }
-    return {
-        "enabled": state.enabled,
-        "endpoint": state.endpoint if state.enabled else None,
-        "model": state.model if state.enabled else None,
-        "reason": state.reason,
     }
 
 
@@ -165,11 +145,6 @@ def compare(
 async def receive_upload(upload: Any, runtime: Runtime) -> Path:
     """Stream an uploaded file into a private file of the data folder, refusing (413) as soon
     as it passes the size limit. The caller deletes the file when done with it."""
-    from medvidbench.errors import MedVidBenchError
-
-    class TooLarge(MedVidBenchError):
-        http_status = 413
-
     limit = runtime.settings.max_submission_bytes
     path, size = runtime.incoming_path(), 0
     try:
@@ -177,7 +152,9 @@ async def receive_upload(upload: Any, runtime: Runtime) -> Path:
             while chunk := await upload.read(CHUNK):
                 size += len(chunk)
                 if size > limit:
-                    raise TooLarge(f"the file is larger than the limit of {limit:,} bytes")
+                    raise PayloadTooLargeError(
+                        f"the file is larger than the limit of {limit:,} bytes"
+                    )
                 out.write(chunk)
     except BaseException:
         path.unlink(missing_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from medvidbench.errors import MedVidBenchError
@@ -100,17 +100,21 @@ async def _refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
             '<p><a href="/">Back to the leaderboard</a></p>'
         ).encode()
         kind = b"text/html; charset=utf-8"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", kind),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
+    await answer(send, 413, body, kind)
+
+
+async def answer(
+    send: Any,
+    status: int,
+    body: bytes = b"",
+    content_type: bytes | None = None,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Answer at the ASGI level, before the app or the request body is touched, and close the
+    connection (the client may still be sending a body nobody will read)."""
+    head = [(b"content-type", content_type)] if content_type else []
+    head += [*headers, (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -8,7 +8,6 @@ group, so an error raised while a body streams in reaches the server wrapped in 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -17,6 +16,7 @@ from medvidbench.accounts import session_user, user_for_token
 from medvidbench.errors import AuthenticationError
 from medvidbench.runtime import Runtime
 from medvidbench.store.db import transaction
+from medvidbench.web.limits import answer
 
 # No inline script anywhere. Inline *styles* are allowed: the plotly bundle (served from this
 # server) injects its own <style> elements, and styles cannot run code.
@@ -92,24 +92,14 @@ class UploadGate:
         if await run_in_threadpool(self._authenticated, scope, how):
             await self.app(scope, receive, send)
         elif how == "token":
-            await respond(
-                send,
-                401,
-                {
-                    "error": "AuthenticationError",
-                    "message": "send an API token: Authorization: Bearer <token> "
-                    "(create one on your account page)",
-                },
-            )
+            body = {
+                "error": "AuthenticationError",
+                "message": "send an API token: Authorization: Bearer <token> "
+                "(create one on your account page)",
+            }
+            await answer(send, 401, json.dumps(body).encode(), b"application/json")
         else:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 303,
-                    "headers": [(b"location", b"/login?next=/submit"), (b"content-length", b"0")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
+            await answer(send, 303, headers=[(b"location", b"/login?next=/submit")])
 
     def _authenticated(self, scope: dict[str, Any], how: str) -> bool:
         headers = dict(scope.get("headers", []))
@@ -125,20 +115,3 @@ class UploadGate:
                 return session_user(session, secret) is not None
         except AuthenticationError:
             return False
-
-
-async def respond(send: Callable[..., Any], status: int, body: dict[str, Any]) -> None:
-    """Answer with a JSON error before the app (or the body) is touched."""
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})

@@ -316,6 +316,18 @@ async def token_create(request: Request) -> Response:
 @router.post("/account/team")
 async def team_join(request: Request) -> Response:
     """Create a team (you own it) or ask to join one (its owner decides)."""
+    return await _account_action(
+        request,
+        lambda session, me, form: teams.join_or_request(session, me, str(form.get("name", ""))),
+        errors_on_page=True,
+    )
+
+
+async def _account_action(
+    request: Request, action: Callable[[Any, User, Any], object], errors_on_page: bool = False
+) -> Response:
+    """A form on the account page: logged in, CSRF-checked, done in one transaction. With
+    ``errors_on_page`` a refusal is shown on the account page instead of an error page."""
     user = current_user(request)
     if user is None:
         return _see("/login?next=/account")
@@ -323,21 +335,11 @@ async def team_join(request: Request) -> Response:
     check_csrf(request, form)
     try:
         with transaction(request.app.state.runtime.sessions) as session:
-            teams.join_or_request(session, _me(session, user), str(form.get("name", "")))
+            action(session, _me(session, user), form)
     except MedVidBenchError as exc:
+        if not errors_on_page:
+            raise
         return _account_page(request, user, status=exc.http_status, error=exc.message)
-    return _see("/account")
-
-
-async def _account_action(request: Request, action: Callable[[Any, User, Any], object]) -> Response:
-    """A form on the account page: logged in, CSRF-checked, done in one transaction."""
-    user = current_user(request)
-    if user is None:
-        return _see("/login?next=/account")
-    form = await request.form()
-    check_csrf(request, form)
-    with transaction(request.app.state.runtime.sessions) as session:
-        action(session, _me(session, user), form)
     return _see("/account")
 
 
