@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     import numpy as np
 
-    from medvidbench.embeddings import Embedder, model_dir
+    from medvidbench.core.embeddings import Embedder, model_dir
     from serving import synth  # beside this script
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,10 +31,10 @@ def peak_rss_mib() -> float:
 
 
 def child(gt_path: str, pred_path: str, profile: str) -> None:
-    from medvidbench.embeddings import default_embedder
-    from medvidbench.evaluation import evaluate
-    from medvidbench.groundtruth import load_ground_truth
-    from medvidbench.matching import load_submission
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.matching import load_submission
+    from medvidbench.core.embeddings import default_embedder
+    from medvidbench.core.evaluation import evaluate
 
     default_embedder()
     t0 = time.perf_counter()
@@ -60,13 +60,13 @@ def child(gt_path: str, pred_path: str, profile: str) -> None:
 
 
 def small(repeat: int, profile: str) -> None:
-    from medvidbench.embeddings import Embedder
-    from medvidbench.evaluation import evaluate
-    from medvidbench.groundtruth import load_ground_truth
-    from medvidbench.matching import load_submission
-    from medvidbench.synth import write_synthetic
-    from medvidbench.tasks.base import Context
-    from medvidbench.tasks.nap import known_labels, prepared_embedder
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.matching import load_submission
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+    from medvidbench.benchmarks.medvidbench.tasks.nap import known_labels, prepared_embedder
+    from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.evaluation import evaluate
+    from medvidbench.core.scoring import Context
 
     labels = known_labels()
     with tempfile.TemporaryDirectory() as cache:
@@ -115,7 +115,7 @@ def small(repeat: int, profile: str) -> None:
 
 
 def large(samples: int, profile: str) -> None:
-    from medvidbench.synth import write_synthetic
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
 
     with tempfile.TemporaryDirectory() as tmp:
         files = write_synthetic(tmp, samples=samples, seed=0, archetypes=("strong",))

@@ -35,8 +35,8 @@ def peak_rss_mib() -> float:
 
 
 def child(gt_path: str, pred_path: str, repeat: int) -> None:
-    from medvidbench.groundtruth import load_ground_truth
-    from medvidbench.matching import load_submission
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.matching import load_submission
 
     t0 = time.perf_counter()
     gt = load_ground_truth(gt_path)
@@ -72,7 +72,7 @@ def main() -> None:
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return
-    from medvidbench.synth import write_synthetic
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
 
     print(
         f"{'samples':>8} {'file MB':>8} {'GT load s':>10} {'load+match s (median)':>22} "

@@ -1,7 +1,7 @@
 """Benchmark: judging caption answers as a researcher runs it (issue: speed, item 5).
 
 A fake OpenAI-compatible judge runs in its own process (``python -m
-medvidbench.judge.fake_server``: it shares no interpreter lock with the client measured), with
+medvidbench.core.judge.fake_server``: it shares no interpreter lock with the client measured), with
 200 ms latency. ``medvidbench evaluate PRED --ground-truth GT --judge openai`` runs as a user
 types it, at the default concurrency unless ``--concurrency`` is given, on a synthetic set
 whose caption tasks hold about 900 samples (``--samples 2390``). Printed per run: wall time,
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, folder: Path, rate_429: float) -> None:
         [
             sys.executable,
             "-m",
-            "medvidbench.judge.fake_server",
+            "medvidbench.core.judge.fake_server",
             "--latency",
             str(args.latency),
             "--rate-429",

@@ -31,15 +31,15 @@ def main() -> None:
 
     from sqlalchemy import select
 
-    from medvidbench.accounts import create_user
-    from medvidbench.config import Settings
-    from medvidbench.jobs import attach_queue, start_embedded_consumer
-    from medvidbench.leaderboards import board_rows, load_benchmark
-    from medvidbench.runtime import Runtime
-    from medvidbench.store.db import transaction, upgrade
-    from medvidbench.store.models import Submission
-    from medvidbench.submissions import submit
-    from medvidbench.synth import write_synthetic
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+    from medvidbench.core.config import Settings
+    from medvidbench.server.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.server.runtime import Runtime
+    from medvidbench.server.services.accounts import create_user
+    from medvidbench.server.services.leaderboards import board_rows, load_benchmark
+    from medvidbench.server.services.submissions import submit
+    from medvidbench.server.store.db import transaction, upgrade
+    from medvidbench.server.store.models import Submission
 
     with tempfile.TemporaryDirectory() as tmp:
         files = write_synthetic(
@@ -82,7 +82,7 @@ def main() -> None:
 
         # A community board of N scored submissions (rows inserted directly, as scoring would).
         populate_board(runtime, bench.id, user.id, args.entries)
-        from medvidbench.leaderboards import _ranked_rows
+        from medvidbench.server.services.leaderboards import _ranked_rows
 
         for label, fetch in (
             ("computed", lambda: _ranked_rows(runtime, "community", bench.id)),

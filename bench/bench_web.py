@@ -40,11 +40,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
 
-    from medvidbench.accounts import create_user
-    from medvidbench.config import Settings
-    from medvidbench.leaderboards import add_reported, bootstrap
-    from medvidbench.runtime import Runtime
-    from medvidbench.store.db import transaction, upgrade
+    from medvidbench.core.config import Settings
+    from medvidbench.server.runtime import Runtime
+    from medvidbench.server.services.accounts import create_user
+    from medvidbench.server.services.leaderboards import add_reported, bootstrap
+    from medvidbench.server.store.db import transaction, upgrade
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"

@@ -13,9 +13,9 @@ def populate_board(
     (as scoring would leave them); about 10 % of metrics are missing."""
     from sqlalchemy import select
 
-    from medvidbench.profiles import METRIC_KEYS, SCORER_VERSION
-    from medvidbench.store.db import transaction
-    from medvidbench.store.models import Board, Entry, Evaluation, Submission
+    from medvidbench.core.profiles import METRIC_KEYS, SCORER_VERSION
+    from medvidbench.server.store.db import transaction
+    from medvidbench.server.store.models import Board, Entry, Evaluation, Submission
 
     rng = random.Random(seed)
     with transaction(runtime.sessions) as session:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.synth import write_synthetic
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.benchmarks.medvidbench.synth import write_synthetic
 
 
 @pytest.fixture(scope="session", autouse=True)

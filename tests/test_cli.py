@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from medvidbench import __version__
-from medvidbench.cli import app
+from medvidbench.cli.main import app
 
 runner = CliRunner()
 
@@ -128,8 +128,8 @@ def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
 
 def test_the_core_imports_no_server_stack() -> None:
     code = (
-        "import sys, medvidbench, medvidbench.evaluation, medvidbench.matching, "
-        "medvidbench.ranking, medvidbench.cli; "
+        "import sys, medvidbench, medvidbench.core.evaluation, medvidbench.benchmarks.medvidbench.matching, "
+        "medvidbench.core.ranking, medvidbench.cli.main; "
         "bad = [m for m in ('sqlalchemy', 'huey', 'alembic', 'redis', 'fastapi') "
         "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )
@@ -167,7 +167,7 @@ def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None
     runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
     code = (
         "import sys\n"
-        "from medvidbench.cli import main\n"
+        "from medvidbench.cli.main import main\n"
         f"sys.argv = ['medvidbench', 'evaluate', {str(tmp_path / 'predictions_strong.json')!r},"
         f" '--ground-truth', {str(tmp_path / 'ground_truth.json')!r}, '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -184,8 +184,8 @@ def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None
         "asyncio",
         "tenacity",
         "aiolimiter",
-        "medvidbench.judge.client",
-        "medvidbench.config",
+        "medvidbench.core.judge.client",
+        "medvidbench.core.config",
         "scipy",
         "sqlalchemy",
         "fastapi",
@@ -194,7 +194,7 @@ def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None
         "rich.markdown",
     }
     assert loaded & unwanted == set()
-    assert "medvidbench.evaluation" in loaded and "msgspec" in loaded  # it did run
+    assert "medvidbench.core.evaluation" in loaded and "msgspec" in loaded  # it did run
 
 
 def test_import_medvidbench_is_light() -> None:
@@ -203,7 +203,7 @@ def test_import_medvidbench_is_light() -> None:
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
     )
     assert "medvidbench" in loaded
-    assert loaded & {"numpy", "msgspec", "typer", "rich", "medvidbench.evaluation"} == set()
+    assert loaded & {"numpy", "msgspec", "typer", "rich", "medvidbench.core.evaluation"} == set()
     from medvidbench import Report, evaluate  # still the library entry points, on first use
 
     assert callable(evaluate) and Report.__name__ == "Report"

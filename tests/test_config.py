@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from medvidbench.config import Settings, load_settings
-from medvidbench.errors import UsageError
+from medvidbench.core.config import Settings, load_settings
+from medvidbench.core.errors import UsageError
 
 DOC = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
 
@@ -44,7 +44,7 @@ def test_short_secret_keys_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_production_app_needs_a_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from medvidbench.web.asgi import app
+    from medvidbench.server.web.asgi import app
 
     monkeypatch.delenv("MEDVIDBENCH_SECRET_KEY", raising=False)
     monkeypatch.setenv("MEDVIDBENCH_DATA_DIR", str(tmp_path))
@@ -83,7 +83,7 @@ def test_a_configured_judge_is_used(
     endpoint: str | None,
     reason: str,
 ) -> None:
-    from medvidbench.config import judge_state, judge_wanted
+    from medvidbench.core.config import judge_state, judge_wanted
 
     for name in JUDGE_VARS:
         monkeypatch.delenv(name, raising=False)
@@ -111,7 +111,7 @@ def test_a_configured_judge_is_used(
 def test_a_misconfigured_judge_fails_fast(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
 ) -> None:
-    from medvidbench.config import judge_state
+    from medvidbench.core.config import judge_state
 
     for name in JUDGE_VARS:
         monkeypatch.delenv(name, raising=False)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medvidbench.embeddings import INSTALL_HINT, Embedder, default_embedder, model_dir
-from medvidbench.errors import ModelUnavailableError
+from medvidbench.core.embeddings import INSTALL_HINT, Embedder, default_embedder, model_dir
+from medvidbench.core.errors import ModelUnavailableError
 
 REFERENCE = json.loads((Path(__file__).parent / "data/embeddings/reference.json").read_text())
 

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from medvidbench.cli import app
-from medvidbench.errors import InvalidSubmissionError, UsageError
-from medvidbench.evaluation import evaluate
-from medvidbench.groundtruth import GroundTruth
-from medvidbench.profiles import METRIC_KEYS
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
+from medvidbench.cli.main import app
+from medvidbench.core.errors import InvalidSubmissionError, UsageError
+from medvidbench.core.evaluation import evaluate
+from medvidbench.core.profiles import METRIC_KEYS
 
 RULE_BASED = [k for k in METRIC_KEYS if not k.endswith("_llm")]
 

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from medvidbench.errors import InvalidGroundTruthError, InvalidSubmissionError
-from medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.matching import load_submission, validate_submission
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.benchmarks.medvidbench.matching import load_submission, validate_submission
+from medvidbench.core.errors import InvalidGroundTruthError, InvalidSubmissionError
 from tests.conftest import small_records
 
 GT = load_ground_truth(json.dumps(small_records()).encode())

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from medvidbench.datasets import DATASETS, canonical_dataset
-from medvidbench.errors import InvalidGroundTruthError
-from medvidbench.groundtruth import load_ground_truth
+from medvidbench.benchmarks.medvidbench.datasets import DATASETS, canonical_dataset
+from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+from medvidbench.core.errors import InvalidGroundTruthError
 from tests.conftest import gt_record, small_records
 
 

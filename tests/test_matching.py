@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from medvidbench.errors import InvalidSubmissionError
-from medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.matching import load_submission, validate_submission
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.benchmarks.medvidbench.matching import load_submission, validate_submission
+from medvidbench.core.errors import InvalidSubmissionError
 from tests.conftest import gt_record, small_records
 
 IDS = [

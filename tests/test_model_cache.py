@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medvidbench import model_cache
-from medvidbench.embeddings import WEIGHTS_SHA256, Embedder, model_dir
+from medvidbench.core import model_cache
+from medvidbench.core.embeddings import WEIGHTS_SHA256, Embedder, model_dir
 
 TEXTS = ["tying the knot", "Prepare medication solution", "retract the gallbladder"]
 

@@ -13,12 +13,12 @@ __version__ = "0.1.0"
 __all__ = ["Report", "__version__", "evaluate"]
 
 if TYPE_CHECKING:
-    from medvidbench.evaluation import Report, evaluate
+    from medvidbench.core.evaluation import Report, evaluate
 
 
 def __getattr__(name: str) -> Any:
     if name in ("evaluate", "Report"):
-        from medvidbench import evaluation
+        from medvidbench.core import evaluation
 
         return getattr(evaluation, name)
     raise AttributeError(f"module 'medvidbench' has no attribute {name!r}")

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from medvidbench.evaluation import evaluate
-from medvidbench.groundtruth import load_ground_truth
-from medvidbench.judge.cache import MemoryJudgeCache, SQLiteJudgeCache
-from medvidbench.judge.client import Judge, JudgeConfig
-from medvidbench.judge.fake_server import FakeJudgeServer
+from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+from medvidbench.core.evaluation import evaluate
+from medvidbench.core.judge.cache import MemoryJudgeCache, SQLiteJudgeCache
+from medvidbench.core.judge.client import Judge, JudgeConfig
+from medvidbench.core.judge.fake_server import FakeJudgeServer
 from tests.conftest import gt_record
 
 PRED = re.compile(r"PREDICTION:\n(.*?)\n\n", re.DOTALL)

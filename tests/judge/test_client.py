@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from medvidbench.config import Settings
-from medvidbench.errors import UsageError
-from medvidbench.judge.cache import MemoryJudgeCache, SQLiteJudgeCache, cache_key
-from medvidbench.judge.client import Judge, JudgeConfig, JudgeRequest
-from medvidbench.judge.fake_server import FakeJudgeServer
+from medvidbench.core.config import Settings
+from medvidbench.core.errors import UsageError
+from medvidbench.core.judge.cache import MemoryJudgeCache, SQLiteJudgeCache, cache_key
+from medvidbench.core.judge.client import Judge, JudgeConfig, JudgeRequest
+from medvidbench.core.judge.fake_server import FakeJudgeServer
 
 
 def requests_for(config: JudgeConfig, n: int) -> list[JudgeRequest]:

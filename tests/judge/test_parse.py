@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from medvidbench.judge.parse import JudgeAnswerError, parse_scores
-from medvidbench.judge.rubric import ASPECT_CODES, PROMPT_VERSION, build_prompt
+from medvidbench.core.judge.parse import JudgeAnswerError, parse_scores
+from medvidbench.core.judge.rubric import ASPECT_CODES, PROMPT_VERSION, build_prompt
 
 FULL = {"R2": 4, "R3": 3, "R8": 5, "R5": 4, "R4": 5}
 

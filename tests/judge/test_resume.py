@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from medvidbench.judge.cache import SQLiteJudgeCache
-from medvidbench.judge.fake_server import FakeJudgeServer
+from medvidbench.core.judge.cache import SQLiteJudgeCache
+from medvidbench.core.judge.fake_server import FakeJudgeServer
 
 
 def test_sigkill_mid_judging_then_rerun(synthetic: dict[str, Path], tmp_path: Path) -> None:

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from medvidbench.accounts import create_user
-from medvidbench.config import Settings
-from medvidbench.jobs import attach_queue
-from medvidbench.leaderboards import load_benchmark
-from medvidbench.runtime import Runtime
-from medvidbench.store.db import transaction, upgrade
-from medvidbench.store.models import User
+from medvidbench.core.config import Settings
+from medvidbench.server.jobs import attach_queue
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import create_user
+from medvidbench.server.services.leaderboards import load_benchmark
+from medvidbench.server.store.db import transaction, upgrade
+from medvidbench.server.store.models import User
 
 PG_BASE = os.environ.get(
     "MEDVIDBENCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -147,7 +147,7 @@ def scored_count(runtime: Runtime) -> int:
     """How many submissions are scored now."""
     from sqlalchemy import func, select
 
-    from medvidbench.store.models import Submission
+    from medvidbench.server.store.models import Submission
 
     with runtime.sessions() as session:
         query = select(func.count()).select_from(Submission).where(Submission.status == "scored")

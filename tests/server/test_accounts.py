@@ -7,7 +7,14 @@ import hashlib
 import pytest
 from sqlalchemy import func, select
 
-from medvidbench.accounts import (
+from medvidbench.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    PermissionDeniedError,
+    UsageError,
+)
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import (
     admin_exists,
     authenticate,
     create_token,
@@ -18,15 +25,8 @@ from medvidbench.accounts import (
     set_role,
     user_for_token,
 )
-from medvidbench.errors import (
-    AuthenticationError,
-    ConflictError,
-    PermissionDeniedError,
-    UsageError,
-)
-from medvidbench.runtime import Runtime
-from medvidbench.store.db import transaction
-from medvidbench.store.models import ApiToken, AuditLog, User
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import ApiToken, AuditLog, User
 from tests.server.conftest import make_user
 
 

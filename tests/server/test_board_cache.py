@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from medvidbench.leaderboards import add_reported, board_rows, promote, remove_entry
-from medvidbench.processing import claim, request_rejudge, rescore, run_step
-from medvidbench.runtime import Runtime
-from medvidbench.store.models import User
-from medvidbench.submissions import delete_submission, submit
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.leaderboards import add_reported, board_rows, promote, remove_entry
+from medvidbench.server.services.processing import claim, request_rejudge, rescore, run_step
+from medvidbench.server.services.submissions import delete_submission, submit
+from medvidbench.server.store.models import User
 from tests.server.conftest import variants
 
 
@@ -26,7 +26,7 @@ def test_every_change_to_a_board_is_seen_at_once(
     assert names(runtime) == []  # queued: not on the board yet
     assert claim(runtime, first.id, "score", "w") and names(runtime) == []
     with runtime.sessions.begin() as session:  # hand the claim back, as an expired lease would
-        from medvidbench.store.models import Submission
+        from medvidbench.server.store.models import Submission
 
         row = session.get(Submission, first.id)
         row.status, row.lease_owner = "queued", None

@@ -114,7 +114,7 @@ def test_a_judge_switched_on_without_an_endpoint_stops_at_startup(
 def test_serve_and_health_say_whether_the_judge_is_on(tmp_path: Path) -> None:
     import httpx
 
-    from medvidbench.judge.fake_server import FakeJudgeServer
+    from medvidbench.core.judge.fake_server import FakeJudgeServer
     from tests.web.live import live_server
 
     with live_server(tmp_path / "off", env=_no_judge_env()) as off:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from medvidbench.judge.fake_server import FakeJudgeServer
-from medvidbench.processing import request_rejudge
-from medvidbench.store.models import Evaluation, Submission
-from medvidbench.submissions import submit
+from medvidbench.core.judge.fake_server import FakeJudgeServer
+from medvidbench.server.services.processing import request_rejudge
+from medvidbench.server.services.submissions import submit
+from medvidbench.server.store.models import Evaluation, Submission
 from tests.server.conftest import build_runtime, make_user, start_worker, wait_for_scored
 
 
@@ -77,8 +77,8 @@ def test_database_restart_under_two_workers(tmp_path: Path, synthetic: dict[str,
     import os
     import signal
 
-    from medvidbench.jobs import attach_queue
-    from medvidbench.store.models import Entry
+    from medvidbench.server.jobs import attach_queue
+    from medvidbench.server.store.models import Entry
     from tests.server.conftest import variants
     from tests.server.private_services import private_postgres, private_redis
 
@@ -140,7 +140,7 @@ def test_redis_restart_loses_queued_jobs_but_no_submission(
 
     import redis
 
-    from medvidbench.jobs import attach_queue
+    from medvidbench.server.jobs import attach_queue
     from tests.server.conftest import variants
     from tests.server.private_services import private_redis
 
@@ -184,8 +184,8 @@ def test_worker_killed_mid_scoring_is_taken_over(tmp_path: Path) -> None:
     import signal
     import time
 
-    from medvidbench.jobs import attach_queue
-    from medvidbench.synth import write_synthetic
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+    from medvidbench.server.jobs import attach_queue
 
     # A set large enough that scoring garbage (every next-action answer embedded) takes seconds.
     files = write_synthetic(tmp_path / "big", samples=20_000, seed=3, archetypes=("garbage",))

@@ -9,13 +9,24 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from medvidbench.errors import ConflictError, InvalidSubmissionError, QuotaExceededError, UsageError
-from medvidbench.evaluation import evaluate
-from medvidbench.leaderboards import add_reported, board_rows, export_board, promote, remove_entry
-from medvidbench.processing import claim, run_step
-from medvidbench.runtime import Runtime
-from medvidbench.store.models import AuditLog, Evaluation, Submission, User
-from medvidbench.submissions import delete_submission, get_submission, submit
+from medvidbench.core.errors import (
+    ConflictError,
+    InvalidSubmissionError,
+    QuotaExceededError,
+    UsageError,
+)
+from medvidbench.core.evaluation import evaluate
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.leaderboards import (
+    add_reported,
+    board_rows,
+    export_board,
+    promote,
+    remove_entry,
+)
+from medvidbench.server.services.processing import claim, run_step
+from medvidbench.server.services.submissions import delete_submission, get_submission, submit
+from medvidbench.server.store.models import AuditLog, Evaluation, Submission, User
 from tests.server.conftest import make_user
 
 
@@ -36,7 +47,7 @@ def test_full_lifecycle_upload_to_ranked_entry(
 
 
 def done_sha(runtime: Runtime) -> str:
-    from medvidbench.submissions import current_benchmark
+    from medvidbench.server.services.submissions import current_benchmark
 
     return current_benchmark(runtime).gt_sha256
 
@@ -196,7 +207,7 @@ def test_export_has_no_live_formula_whatever_the_separator(
 def test_rescore_keeps_old_evaluations(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
-    from medvidbench.processing import rescore
+    from medvidbench.server.services.processing import rescore
 
     sub = submit(runtime, alice, synthetic["format-noisy"].read_bytes(), "Noisy")
     assert rescore(runtime, sub.id, "strict-v2") and not rescore(runtime, sub.id, "strict-v2")
@@ -211,7 +222,7 @@ def test_each_step_has_its_own_attempts_and_retries_back_off(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
     """job_max_attempts counts the judge step's own attempts, not the scoring before it."""
-    from medvidbench.processing import retry_delay, step_attempts
+    from medvidbench.server.services.processing import retry_delay, step_attempts
 
     runtime.queue = None
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judge fails")
@@ -233,7 +244,7 @@ def test_each_step_has_its_own_attempts_and_retries_back_off(
 def test_an_infrastructure_error_is_rescheduled_at_most_max_attempts_times(
     runtime: Runtime,
 ) -> None:
-    from medvidbench.jobs import Jobs
+    from medvidbench.server.jobs import Jobs
 
     scheduled: list[tuple[Any, float]] = []
 

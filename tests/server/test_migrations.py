@@ -10,7 +10,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, text
 
-from medvidbench.store.db import MIGRATIONS, make_engine, upgrade
+from medvidbench.server.store.db import MIGRATIONS, make_engine, upgrade
 
 
 def migrate_to_0001(engine) -> None:  # type: ignore[no-untyped-def]

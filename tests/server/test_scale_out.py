@@ -9,11 +9,11 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from medvidbench.accounts import create_token
-from medvidbench.jobs import attach_queue
-from medvidbench.store.db import transaction
-from medvidbench.store.models import Entry, Evaluation, Submission, User
-from medvidbench.web.app import create_app
+from medvidbench.server.jobs import attach_queue
+from medvidbench.server.services.accounts import create_token
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import Entry, Evaluation, Submission, User
+from medvidbench.server.web.app import create_app
 from tests.server.conftest import (
     build_runtime,
     make_user,

@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from medvidbench.accounts import create_user
-from medvidbench.errors import (
+from medvidbench.core.errors import (
     ConflictError,
     MedVidBenchError,
     NotFoundError,
     PermissionDeniedError,
     QuotaExceededError,
 )
-from medvidbench.runtime import Runtime
-from medvidbench.store.db import transaction
-from medvidbench.store.models import AuditLog, Submission, Team, User
-from medvidbench.submissions import submit
-from medvidbench.teams import decide, join_or_request, leave, pending_requests
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import create_user
+from medvidbench.server.services.submissions import submit
+from medvidbench.server.services.teams import decide, join_or_request, leave, pending_requests
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import AuditLog, Submission, Team, User
 from tests.server.conftest import make_user, variants
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from medvidbench.jobs import attach_queue
-from medvidbench.judge.fake_server import FakeJudgeServer
-from medvidbench.runtime import Runtime
-from medvidbench.store.models import Entry, Evaluation, Submission
-from medvidbench.submissions import submit
+from medvidbench.core.judge.fake_server import FakeJudgeServer
+from medvidbench.server.jobs import attach_queue
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.submissions import submit
+from medvidbench.server.store.models import Entry, Evaluation, Submission
 from tests.server.conftest import build_runtime, make_user, redis_queue, start_worker, variants
 
 

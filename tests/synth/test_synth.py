@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.matching import validate_submission
-from medvidbench.synth import (
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.benchmarks.medvidbench.matching import validate_submission
+from medvidbench.benchmarks.medvidbench.synth import (
     ARCHETYPES,
     generate_ground_truth,
     generate_predictions,
     variant_counts,
 )
-from medvidbench.tasks.registry import VARIANT_TEST_COUNTS
+from medvidbench.benchmarks.medvidbench.tasks.registry import VARIANT_TEST_COUNTS
 
 
 def test_default_size_has_the_published_counts() -> None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from medvidbench.tasks.tal import assign
+from medvidbench.benchmarks.medvidbench.tasks.tal import assign
 
 
 def brute_force(table: list[list[float]]) -> float:

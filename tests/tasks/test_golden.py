@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from medvidbench.groundtruth import load_ground_truth
-from medvidbench.profiles import get_profile
-from medvidbench.tasks import load_builtin_scorers, task_for_qa_type
-from medvidbench.tasks.base import Context, TaskResult
+from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+from medvidbench.benchmarks.medvidbench.tasks import load_builtin_scorers, task_for_qa_type
+from medvidbench.core.profiles import get_profile
+from medvidbench.core.scoring import Context, TaskResult
 from tests.conftest import gt_record
 
 DATA = Path(__file__).parent.parent / "data"

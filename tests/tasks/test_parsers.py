@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from medvidbench.tasks import cvs, dvc, nap, sa, stg, tal
+from medvidbench.benchmarks.medvidbench.tasks import cvs, dvc, nap, sa, stg, tal
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from medvidbench.leaderboards import seed_published
-from medvidbench.runtime import Runtime
-from medvidbench.web.app import create_app
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.leaderboards import seed_published
+from medvidbench.server.web.app import create_app
 from tests.server.conftest import build_runtime, make_user
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')

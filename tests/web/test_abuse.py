@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from medvidbench.runtime import Runtime
+from medvidbench.server.runtime import Runtime
 from tests.server.conftest import make_user
 from tests.web.conftest import csrf, login
 
@@ -81,7 +81,7 @@ def test_joining_a_team_through_the_pages(client: TestClient, web_runtime: Runti
     with web_runtime.sessions() as session:
         from sqlalchemy import select
 
-        from medvidbench.store.models import User
+        from medvidbench.server.store.models import User
 
         joiner_id = session.scalar(select(User.id).where(User.username == "joiner"))
     decided = owner.post(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from medvidbench.evaluation import evaluate
-from medvidbench.profiles import METRIC_KEYS
-from medvidbench.runtime import Runtime
+from medvidbench.core.evaluation import evaluate
+from medvidbench.core.profiles import METRIC_KEYS
+from medvidbench.server.runtime import Runtime
 from tests.web.conftest import login, token_for
 
 
@@ -107,7 +107,7 @@ def test_invalid_duplicate_and_oversized_uploads(
 def test_large_uploads_are_checked_in_a_child_process_with_the_same_result(
     client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path], tmp_path: Path
 ) -> None:
-    from medvidbench.upload_check import UploadChecker
+    from medvidbench.server.upload_check import UploadChecker
 
     web_runtime.upload_checker = UploadChecker(threshold=0)  # every upload goes to the child
     try:
@@ -131,7 +131,7 @@ def test_large_uploads_are_checked_in_a_child_process_with_the_same_result(
 
 
 def _sha(runtime: Runtime) -> str:
-    from medvidbench.submissions import current_benchmark
+    from medvidbench.server.services.submissions import current_benchmark
 
     return current_benchmark(runtime).gt_sha256
 

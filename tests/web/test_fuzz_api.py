@@ -13,10 +13,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from medvidbench.accounts import create_token
-from medvidbench.store.db import transaction
-from medvidbench.store.models import User
-from medvidbench.web.app import create_app
+from medvidbench.server.services.accounts import create_token
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import User
+from medvidbench.server.web.app import create_app
 from tests.server.conftest import build_runtime, make_user
 
 EXAMPLES = 40

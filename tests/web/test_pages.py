@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from medvidbench.leaderboards import add_reported
-from medvidbench.runtime import Runtime
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.leaderboards import add_reported
 from tests.web.conftest import csrf, login
 
 PAGES = [
@@ -179,7 +179,7 @@ def test_hostile_submission_fields_are_escaped_on_every_page(
 def test_without_a_judge_pages_say_not_judged_instead_of_pending(
     client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
 ) -> None:
-    from medvidbench.submissions import submit
+    from medvidbench.server.services.submissions import submit
     from tests.server.conftest import make_user
 
     web_runtime.settings.judge_enabled = None
@@ -205,7 +205,7 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
 def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_table(
     client: TestClient,
 ) -> None:
-    from medvidbench.profiles import METRICS
+    from medvidbench.core.profiles import METRICS
 
     board = client.get("/board/official").text
     assert f"all {len(METRICS)} metrics" in board

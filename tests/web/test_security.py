@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from medvidbench.runtime import Runtime
-from medvidbench.store.models import Submission
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.store.models import Submission
 from tests.web.conftest import csrf, login, token_for
 
 ADMIN_ACTIONS = ["role", "approve", "promote", "add", "remove", "delete", "rescore"]

@@ -1,0 +1,173 @@
+"""Spatiotemporal grounding: STG_mIoU (metrics.md §3.2).
+
+``leaderboard-v1``: boxes are read from ``<t> seconds: [x1, y1, x2, y2]`` (plural "seconds:" and
+a space before it), else from ``[[..]]`` integer boxes zipped onto the GT keys; a malformed box
+repeats the last valid one or is dropped. Each GT time key is looked up as ``"%.1f"`` (so
+"2.25" becomes "2.2", bug B13); a missing box repeats the previous timestamp's box, except at
+the first key. The sample's IoU is the mean per-timestamp box IoU; samples with an empty GT are
+skipped.
+
+``strict-v2``: ``second``/``seconds``/``s`` in any case, with or without a space; times are
+matched by value (to the millisecond); a missing, malformed or degenerate box scores 0 at its
+timestamp (no carry-forward); the list form is read with decimals too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from medvidbench.core.profiles import Profile
+from medvidbench.core.scoring import (
+    Context,
+    SampleResult,
+    TaskResult,
+    diagnostics,
+    group_by_dataset,
+    micro_mean,
+    register,
+)
+
+Box = list[float]
+_V1_ENTRY = re.compile(r"(\d+(?:\.\d+)?)\s+seconds:\s*\[([^\]]+)\]")
+_V1_LIST = re.compile(r"\[\[([\d\s,]+)\]\]")
+_V2_ENTRY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:seconds?|secs?|s)\s*:\s*\[+([^\]]+)\]", re.IGNORECASE)
+_V2_LIST = re.compile(r"\[\s*(-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3})\s*\]")
+_ZERO: Box = [0.0, 0.0, 0.0, 0.0]
+
+
+def _box(content: str) -> Box | None:
+    parts = [p.strip().strip("[]").strip() for p in content.split(",")]
+    if len(parts) != 4:
+        return None
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        return None
+
+
+def parse(text: str, gt_keys: Sequence[str], strict: bool = False) -> dict[str, Box]:
+    """Read ``{time key: box}`` from an answer; never raises.
+
+    Examples:
+        >>> parse("1.0 seconds: [0, 0, 10, 10] 5.0 seconds: [5, 5, 15, 15]", ["1.0", "5.0"])
+        {'1.0': [0.0, 0.0, 10.0, 10.0], '5.0': [5.0, 5.0, 15.0, 15.0]}
+        >>> parse("1.0 second: [0,0,10,10]", ["1.0"])
+        {}
+        >>> parse("1.0 second: [0,0,10,10]", ["1.0"], strict=True)
+        {'1': [0.0, 0.0, 10.0, 10.0]}
+    """
+    if strict:
+        return _parse_v2(text, gt_keys)
+    boxes: dict[str, Box] = {}
+    last: Box | None = None
+    matches = _V1_ENTRY.findall(text)
+    for time, content in matches:
+        box = _box(content)
+        if box is not None:
+            last = box
+        elif last is not None:
+            box = list(last)
+        else:
+            continue
+        boxes[str(float(time))] = box
+    if not matches:
+        found = [[int(v) for v in m.split(",") if v.strip()] for m in _V1_LIST.findall(text)]
+        boxes = {k: [float(v) for v in b] for k, b in zip(gt_keys, found, strict=False)}
+    return boxes
+
+
+def _time_key(value: float) -> str:
+    """Times matched by value to the millisecond: "1", "1.0" and "1.000" are one key."""
+    return f"{round(value, 3):g}"
+
+
+def _parse_v2(text: str, gt_keys: Sequence[str]) -> dict[str, Box]:
+    boxes: dict[str, Box] = {}
+    entries = _V2_ENTRY.findall(text)
+    for time, content in entries:
+        box = _box(content)
+        if box is not None:
+            boxes.setdefault(_time_key(float(time)), box)
+    if not entries:
+        found = [_box(m) for m in _V2_LIST.findall(text)]
+        for key, box in zip(gt_keys, found, strict=False):
+            if box is not None:
+                boxes[_time_key(float(key))] = box
+    return boxes
+
+
+def truth(struc: Any) -> dict[str, Box]:
+    """The GT ``bbox_dict`` from ``[{bbox_dict: ...}]``, ``{bbox_dict: ...}`` or the dict itself."""
+    item = struc[0] if isinstance(struc, list) and struc else struc
+    if not isinstance(item, dict):
+        return {}
+    boxes = item.get("bbox_dict", item)
+    return {
+        str(k): [float(v) for v in b]
+        for k, b in boxes.items()
+        if isinstance(b, list) and len(b) == 4
+    }
+
+
+def box_iou(a: Box, b: Box) -> float:
+    """Plain xyxy IoU with the union clipped at 1e-6 (upstream's form)."""
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / max(union, 1e-6)
+
+
+def score(gt: dict[str, Box], pred: dict[str, Box], strict: bool = False) -> float:
+    """The sample's mean per-timestamp IoU."""
+    ious = []
+    previous: Box = _ZERO
+    for i, (key, gt_box) in enumerate(gt.items()):
+        if strict:
+            box = pred.get(_time_key(float(key)))
+            valid = (
+                box is not None
+                and all(map(math.isfinite, box))
+                and box[2] > box[0]
+                and box[3] > box[1]
+            )
+            ious.append(box_iou(gt_box, box) if valid and box is not None else 0.0)
+            continue
+        box = pred.get(f"{float(key):.1f}", _ZERO)
+        if box == _ZERO and i > 0:
+            box = previous  # carry-forward, never at the first key
+        previous = box
+        ious.append(box_iou(gt_box, box))
+    return sum(ious) / len(ious)
+
+
+class STGScorer:
+    task = "stg"
+    metric_keys: tuple[str, ...] = ("stg_miou",)
+
+    def evaluate(
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        results = []
+        for s, text in zip(samples, texts, strict=True):
+            gt = truth(s.structure())
+            pred = parse(text, list(gt), profile.strict)
+            if not gt:
+                results.append(
+                    SampleResult(s.index, s.dataset, bool(pred), None, "ground truth has no boxes")
+                )
+                continue
+            value = score(gt, pred, profile.strict)
+            results.append(SampleResult(s.index, s.dataset, bool(pred), {"stg_miou": value}))
+        per_dataset: dict[str, dict[str, float | int | None]] = {
+            d: {"stg_miou": micro_mean(rs, "stg_miou"), "count": len(rs)}
+            for d, rs in group_by_dataset(results).items()
+        }
+        miou = micro_mean(results, "stg_miou")
+        return TaskResult(self.task, {"stg_miou": miou}, per_dataset, diagnostics(results), results)
+
+
+register(STGScorer())

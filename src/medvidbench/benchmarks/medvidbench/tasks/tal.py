@@ -1,0 +1,203 @@
+"""Temporal action localisation: TAG_mIoU@0.3 and TAG_mIoU@0.5 (metrics.md §3.1).
+
+``leaderboard-v1``: every "a-b" number pair is a segment (hyphen only), else a "from a to b"
+fallback; GT segments are matched greedily in stored order to the unused prediction of highest
+IoU, a match counting when IoU >= θ; a sample's score is the mean IoU of its matched pairs, or 0.
+Unmatched GT segments and extra predictions cost nothing (bug B9).
+
+``strict-v2``: en-dashes, spaced hyphens and ``s``/``second(s)`` units are read too; one optimal
+one-to-one assignment maximises total IoU, and a sample scores
+Σ IoU(pairs with IoU >= θ) / (|GT| + |pred| - #those pairs), a set-level Jaccard that charges
+both missed and hallucinated segments and never rises with θ. For one GT segment and one
+prediction both profiles give IoU·1[IoU >= θ].
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from medvidbench.core.profiles import Profile
+from medvidbench.core.scoring import (
+    Context,
+    SampleResult,
+    TaskResult,
+    diagnostics,
+    group_by_dataset,
+    micro_mean,
+    register,
+)
+
+Segment = tuple[float, float]
+THRESHOLDS = (0.3, 0.5)
+_NUM = r"(\d+(?:\.\d+)?)"
+_V1_PAIR = re.compile(_NUM + r"\s*-\s*" + _NUM)
+_V1_TO = re.compile(
+    r"(?:from|is from|takes place from)?\s*"
+    + _NUM
+    + r"(?:s| seconds?)?\s*to\s*"
+    + _NUM
+    + r"(?:s| seconds?)?",
+    re.IGNORECASE,
+)
+_HMS_TO = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})\s*to\s*(\d{1,2}):(\d{2}):(\d{2})")
+_V2_PAIR = re.compile(_NUM + r"\s*(?:seconds?|secs?|s)?\s*(?:-|–|—|to)\s*" + _NUM, re.IGNORECASE)
+
+
+def parse(text: str, strict: bool = False) -> list[Segment]:
+    """Read the predicted segments (seconds) from an answer; never raises.
+
+    Examples:
+        >>> parse("22.0-78.0, 89.0-94.0 seconds.")
+        [(22.0, 78.0), (89.0, 94.0)]
+        >>> parse("1.1–3.0 seconds.")
+        []
+        >>> parse("1.1–3.0 seconds.", strict=True)
+        [(1.1, 3.0)]
+        >>> parse("It takes place from 12.1 to 117.0 seconds")
+        [(12.1, 117.0)]
+    """
+    if strict:
+        return [(float(a), float(b)) for a, b in _V2_PAIR.findall(text)]
+    found = [(float(a), float(b)) for a, b in _V1_PAIR.findall(text)]
+    if found:
+        return found
+    found = [(round(float(a), 2), round(float(b), 2)) for a, b in _V1_TO.findall(text)]
+    for h1, m1, s1, h2, m2, s2 in _HMS_TO.findall(text):
+        found.append(
+            (int(h1) * 3600 + int(m1) * 60 + float(s1), int(h2) * 3600 + int(m2) * 60 + float(s2))
+        )
+    return found
+
+
+def truth(struc: Any) -> list[Segment]:
+    """All spans of all actions in ``struc_info`` (a list of ``{spans: [...]}`` or one dict)."""
+    items = struc if isinstance(struc, list) else [struc]
+    return [
+        (float(s["start"]), float(s["end"]))
+        for item in items
+        if isinstance(item, dict)
+        for s in item.get("spans", [])
+    ]
+
+
+def iou(a: Segment, b: Segment) -> float:
+    """Intersection over the hull, upstream's form (equal to the union when they overlap)."""
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    if union <= 0:
+        return 0.0
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0])) / union
+
+
+def greedy_matches(gt: Sequence[Segment], pred: Sequence[Segment], theta: float) -> list[float]:
+    """v1: GT in stored order takes the unused prediction of highest IoU if it is >= θ.
+
+    Returns the IoUs of the matched pairs.
+    """
+    used: set[int] = set()
+    matched: list[float] = []
+    for g in gt:
+        best, best_j = 0.0, -1
+        for j, p in enumerate(pred):
+            if j not in used and (v := iou(g, p)) > best:
+                best, best_j = v, j
+        if best_j >= 0 and best >= theta:
+            used.add(best_j)
+            matched.append(best)
+    return matched
+
+
+def assign(table: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+    """A one-to-one assignment of rows to columns maximising the total of positive entries.
+
+    Exact at every size (the Hungarian-type solver of ``scipy.optimize.linear_sum_assignment``);
+    pairs whose entry is not positive are not pairs. scipy is imported here, not at module
+    import, so that a run that never needs an assignment does not pay for it.
+
+    Examples:
+        >>> assign([[0.4, 0.5], [0.0, 0.45]])
+        [(0, 0), (1, 1)]
+    """
+    if not table or not table[0]:
+        return []
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    values = np.asarray(table, dtype=np.float64)
+    rows, cols = linear_sum_assignment(np.where(values > 0, values, 0.0), maximize=True)
+    return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True) if values[i, j] > 0]
+
+
+def optimal_pairs(gt: Sequence[Segment], pred: Sequence[Segment]) -> list[float]:
+    """IoUs of the one-to-one assignment of GT to predicted segments maximising total IoU."""
+    table = [[iou(g, p) for p in pred] for g in gt]
+    return [table[i][j] for i, j in assign(table)]
+
+
+def jaccard_at(
+    gt: Sequence[Segment], pred: Sequence[Segment], pairs: list[float], theta: float
+) -> float:
+    """v2: Σ matched IoU >= θ over |GT| + |pred| - #matched."""
+    hits = [v for v in pairs if v >= theta]
+    denominator = len(gt) + len(pred) - len(hits)
+    return sum(hits) / denominator if denominator else 0.0
+
+
+def score(
+    gt: Sequence[Segment], pred: Sequence[Segment], fps: float, strict: bool
+) -> dict[str, float]:
+    """Per-sample numbers: ``tag_miou_03``, ``tag_miou_05`` and recall at both thresholds."""
+    if strict:
+        pairs = optimal_pairs(gt, pred)
+        out = {_key(t): jaccard_at(gt, pred, pairs, t) for t in THRESHOLDS}
+        for t in THRESHOLDS:
+            out[f"recall_{round(t * 10):02d}"] = sum(v >= t for v in pairs) / len(gt) if gt else 0.0
+        return out
+    g = [(a * fps, b * fps) for a, b in gt]  # upstream converts to frames; kept for float parity
+    p = [(a * fps, b * fps) for a, b in pred]
+    out = {}
+    for t in THRESHOLDS:
+        matched = greedy_matches(g, p, t)
+        out[_key(t)] = sum(matched) / len(matched) if matched else 0.0
+        out[f"recall_{round(t * 10):02d}"] = len(matched) / len(g) if g else 0.0
+    return out
+
+
+def _key(theta: float) -> str:
+    return f"tag_miou_{round(theta * 10):02d}"
+
+
+def aggregate(results: Sequence[SampleResult]) -> dict[str, float | None]:
+    """Pooled per-sample means over all TAL samples (every TAL sample counts)."""
+    keys = [_key(t) for t in THRESHOLDS] + [f"recall_{round(t * 10):02d}" for t in THRESHOLDS]
+    return {k: micro_mean(results, k) for k in keys}
+
+
+class TALScorer:
+    task = "tal"
+    metric_keys: tuple[str, ...] = ("tag_miou_03", "tag_miou_05")
+
+    def evaluate(
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        results = []
+        for s, text in zip(samples, texts, strict=True):
+            pred = parse(text, profile.strict)
+            values = score(truth(s.structure()), pred, s.fps, profile.strict)
+            results.append(SampleResult(s.index, s.dataset, bool(pred), values))
+        overall = aggregate(results)
+        per_dataset: dict[str, dict[str, float | int | None]] = {
+            d: {
+                **{k: v for k, v in aggregate(rs).items() if k in self.metric_keys},
+                "count": len(rs),
+            }
+            for d, rs in group_by_dataset(results).items()
+        }
+        diag = diagnostics(results)
+        diag.update({k: v for k, v in overall.items() if k.startswith("recall")})
+        metrics = {k: overall[k] for k in self.metric_keys}
+        return TaskResult(self.task, metrics, per_dataset, diag, results)
+
+
+register(TALScorer())

@@ -1,0 +1,106 @@
+"""A small client for a leaderboard server's REST API (the ``medvidbench submit`` command)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from medvidbench.core.errors import MedVidBenchError, UsageError
+from medvidbench.core.profiles import METRICS
+from medvidbench.server import lifecycle
+from medvidbench.server.lifecycle import Status
+
+# --wait returns once the rule-based scores are in, or nothing more will happen.
+FINAL = (Status.SCORED, *lifecycle.FINAL)
+
+
+class ServerError(MedVidBenchError):
+    exit_code = 2
+
+
+def _raise(response: httpx.Response) -> None:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"message": response.text[:500]}
+    problems = body.get("problems") or []
+    lines = [f"  - {p.get('message', p)}" for p in problems[:20]]
+    more = f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else ""
+    raise ServerError(
+        f"the server answered {response.status_code}: "
+        f"{body.get('message', 'error')}" + ("\n" + "\n".join(lines) if lines else "") + more
+    )
+
+
+def submit_file(
+    path: Path,
+    server: str,
+    token: str,
+    model_name: str,
+    organisation: str = "",
+    model_url: str = "",
+    wait: bool = False,
+    timeout: float = 600.0,
+) -> dict[str, Any]:
+    """Upload a prediction file; with ``wait``, poll until final and print the scores."""
+    if not path.is_file():
+        raise UsageError(f"{str(path)!r} is not a file")
+    base = server.rstrip("/")
+    headers = {"Authorization": f"Bearer {token}"}
+    console = Console(stderr=True)
+    with httpx.Client(timeout=120) as http, path.open("rb") as fh:
+        try:
+            response = http.post(
+                f"{base}/api/v1/submissions",
+                headers=headers,
+                files={"file": (path.name, fh, "application/json")},
+                data={
+                    "model_name": model_name,
+                    "organisation": organisation,
+                    "model_url": model_url,
+                },
+            )
+        except httpx.HTTPError as exc:
+            raise UsageError(f"cannot reach {base}: {exc}") from None
+        if response.status_code != 202:
+            _raise(response)
+        created = response.json()
+        console.print(
+            f"accepted as submission {created['id']}: {base}{created['url']}", highlight=False
+        )
+        if not wait:
+            return dict(created)
+        deadline = time.monotonic() + timeout
+        with console.status("waiting for the scores") as status:
+            while True:
+                detail = http.get(f"{base}/api/v1/submissions/{created['id']}", headers=headers)
+                if detail.status_code != 200:
+                    _raise(detail)
+                body = detail.json()
+                status.update(f"status: {body['status']}")
+                if body["status"] in FINAL or body.get("final"):
+                    break
+                if time.monotonic() > deadline:
+                    raise UsageError(f"still {body['status']} after {timeout:.0f} s")
+                time.sleep(0.5)
+    _print(body)
+    if body["status"] in (Status.REJECTED, Status.FAILED):
+        raise ServerError(f"submission {body['status']}: {body.get('error') or ''}")
+    return dict(body)
+
+
+def _print(body: dict[str, Any]) -> None:
+    table = Table(title=f"{escape(body['model_name'])}: {body['status']}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    metrics = body.get("metrics") or {}
+    for m in METRICS:
+        value = metrics.get(m.key)
+        table.add_row(m.column, "pending" if value is None else f"{value:.3f}")
+    Console().print(table)

@@ -1,0 +1,216 @@
+"""The ``medvidbench`` command line: thin adapters over the library.
+
+Each command parses its options, calls one library function and renders the result. User
+mistakes end with a one-line message and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from medvidbench import __version__
+from medvidbench.core.errors import MedVidBenchError, UsageError
+
+app = typer.Typer(
+    name="medvidbench",
+    help="Evaluate medical video-language models on MedVidBench, and run its leaderboard.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # Plain help text: Typer's rich help pulls in a Markdown renderer (~40 ms on every --help).
+    rich_markup_mode=None,
+)
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(func: F) -> F:
+    """Turn our own errors into a message and an exit code instead of a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MedVidBenchError as exc:
+            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"medvidbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
+
+
+@app.command()
+@friendly
+def synth(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder to write the files into.")],
+    samples: Annotated[int, typer.Option(min=11, help="Number of test samples.")] = 6245,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same files.")] = 0,
+) -> None:
+    """Write a synthetic MedVidBench test set and predictions of model archetypes.
+
+    Writes OUT_DIR/ground_truth.json and OUT_DIR/predictions_<archetype>.json for the
+    archetypes perfect, strong, weak, format-noisy, garbage, shuffled and partial.
+    """
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+
+    written = write_synthetic(out_dir, samples, seed)
+    for name, path in written.items():
+        print(f"{name:>13}  {path}")
+
+
+@app.command()
+@friendly
+def validate(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    require_complete: Annotated[
+        bool, typer.Option(help="Exit non-zero for a partial submission too.")
+    ] = False,
+) -> None:
+    """Check a prediction file the way the leaderboard server does, offline.
+
+    Exit code 0: valid (or partial: some tasks left out, reported as missing); 2: invalid.
+    """
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.matching import validate_submission
+    from medvidbench.cli.terminal import print_validation
+
+    gt = load_ground_truth(ground_truth)
+    report = validate_submission(predictions, gt).report
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        print_validation(report, Console())
+    if not report.ok or (require_complete and not report.complete):
+        raise typer.Exit(2)
+
+
+@app.command()
+@friendly
+def evaluate(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    profile: Annotated[
+        str, typer.Option(help="Metric profile: leaderboard-v1 (published numbers) or strict-v2.")
+    ] = "leaderboard-v1",
+    judge: Annotated[
+        str,
+        typer.Option(
+            help="Caption judge: none (caption metrics stay null) or openai (any "
+            "OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."
+        ),
+    ] = "none",
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge model name (default: MEDVIDBENCH_JUDGE_MODEL).")
+    ] = None,
+    judge_cache: Annotated[
+        Path | None,
+        typer.Option(help="Judgement cache file (default: MEDVIDBENCH_JUDGE_CACHE_PATH)."),
+    ] = None,
+    similarity: Annotated[
+        bool, typer.Option(help="Also report the offline caption-similarity diagnostic.")
+    ] = False,
+    tasks: Annotated[
+        str | None, typer.Option(help="Comma-separated tasks to score (default: all).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the report as JSON here.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_MAX_SUBMISSION_BYTES",
+            help="Largest file read, in bytes (default 1 GiB).",
+        ),
+    ] = None,
+) -> None:
+    """Score a prediction file on MedVidBench, offline.
+
+    Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
+    problem listed. Tasks the file leaves out are reported as missing, never as 0.
+    """
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.matching import validate_submission
+    from medvidbench.core.evaluation import evaluate as run
+    from medvidbench.core.formats import DEFAULT_MAX_BYTES
+
+    if judge not in ("none", "openai"):
+        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    llm = _judge(judge_model, judge_cache) if judge == "openai" else None
+    gt = load_ground_truth(ground_truth, limit)
+    matched = validate_submission(predictions, gt, limit)
+    if not matched.report.ok:
+        from medvidbench.cli.terminal import print_validation
+
+        print_validation(matched.report, err)
+        raise typer.Exit(2)
+    from medvidbench.cli.terminal import count_bar, print_report, progress_bar
+
+    wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    with (
+        progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance,
+        count_bar(err, "judging caption pairs", enabled=llm is not None) as judged,
+    ):
+        report = run(
+            matched,
+            gt,
+            profile=profile,
+            tasks=wanted,
+            progress=advance,
+            judge=llm,
+            judge_progress=judged,
+            similarity=similarity,
+        )
+    body = json.dumps(report.to_dict(), indent=2)
+    if out is not None:
+        out.write_text(body + "\n", encoding="utf-8")
+    if as_json:
+        sys.stdout.write(body + "\n")
+    else:
+        print_report(report, Console())
+        if out is not None:
+            Console().print(f"report written to {escape(str(out))}", highlight=False)
+
+
+def _judge(model: str | None, cache: Path | None) -> Any:
+    """The LLM judge the settings describe (imported only for a run that judges)."""
+    from medvidbench.core.config import load_settings
+    from medvidbench.core.judge.cache import SQLiteJudgeCache
+    from medvidbench.core.judge.client import Judge, JudgeConfig
+
+    settings = load_settings(judge_cache_path=cache)
+    config = JudgeConfig.from_settings(settings, model)
+    return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
+
+
+def main() -> None:
+    """Entry point of the ``medvidbench`` command."""
+    import medvidbench.cli.server  # noqa: F401  (registers the server commands on ``app``)
+
+    app()

@@ -1,0 +1,307 @@
+"""Server administration commands: database, users, tokens, benchmarks, workers, exports.
+
+Thin adapters over the service layer; each builds a :class:`Runtime` from settings (flags on
+top of the environment) and calls one service function.
+"""
+
+from __future__ import annotations
+
+import errno
+import getpass
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from medvidbench.cli.main import app, err, friendly
+from medvidbench.core.errors import UsageError
+
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data folder (default: MEDVIDBENCH_DATA_DIR).")
+]
+db_app = typer.Typer(help="The server's database.", no_args_is_help=True)
+users_app = typer.Typer(help="User accounts.", no_args_is_help=True)
+tokens_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks (ground-truth test sets).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(users_app, name="users")
+app.add_typer(tokens_app, name="tokens")
+app.add_typer(bench_app, name="benchmarks")
+
+
+def runtime(data_dir: Path | None, migrate: bool = True) -> object:
+    from medvidbench.core.config import load_settings
+    from medvidbench.server.runtime import Runtime
+    from medvidbench.server.store.db import upgrade
+
+    # Everything a server process writes (database, queue, uploads, the hidden test set, demo
+    # files) is for its owner alone; Runtime sets the modes too, this covers what others create.
+    os.umask(0o077)
+    rt = Runtime(load_settings(data_dir=data_dir))
+    if migrate:
+        upgrade(rt.engine)
+    return rt
+
+
+@db_app.command("upgrade")
+@friendly
+def db_upgrade(data_dir: DataDir = None) -> None:
+    """Create or migrate the database schema to the newest version."""
+    runtime(data_dir)
+    print("database is up to date")
+
+
+@users_app.command("create")
+@friendly
+def users_create(
+    name: Annotated[str, typer.Argument(help="Username (3-40 letters, digits, . _ -).")],
+    admin: Annotated[bool, typer.Option("--admin", help="Give the user the admin role.")] = False,
+    role: Annotated[str, typer.Option(help="Role: submitter, maintainer or admin.")] = "submitter",
+    team: Annotated[str | None, typer.Option(help="Team (organisation) name.")] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Create a user. The password is asked for (or read from stdin); there is no default."""
+    from medvidbench.server.services.accounts import create_user
+    from medvidbench.server.store.db import transaction
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass("password: ")
+        if getpass.getpass("again: ") != password:
+            raise UsageError("the passwords differ")
+    rt = runtime(data_dir)
+    with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
+        user = create_user(
+            session, name, password, role="admin" if admin else role, team=team, trusted_team=True
+        )
+    print(f"created user {user.username!r} with role {user.role}")
+
+
+@tokens_app.command("create")
+@friendly
+def tokens_create(
+    user: Annotated[str, typer.Argument(help="Username.")],
+    name: Annotated[str, typer.Option(help="A label for the token.")] = "cli",
+    data_dir: DataDir = None,
+) -> None:
+    """Create an API token for a user and print it (it is shown only this once)."""
+    from medvidbench.server.services.accounts import create_token, user_named
+    from medvidbench.server.store.db import transaction
+
+    rt = runtime(data_dir)
+    with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
+        secret, _ = create_token(session, user_named(session, user), name)
+    err.print("store this token now; it is not shown again:", highlight=False)
+    print(secret)
+
+
+@bench_app.command("load")
+@friendly
+def benchmarks_load(
+    ground_truth: Annotated[Path, typer.Argument(help="Ground-truth file (SFT format).")],
+    name: Annotated[str, typer.Option(help="Display name.")] = "MedVidBench",
+    demo: Annotated[bool, typer.Option(help="Label it as demo data.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Validate a ground-truth file and make it the current benchmark."""
+    from medvidbench.server.services.leaderboards import load_benchmark
+
+    bench = load_benchmark(runtime(data_dir), ground_truth, name=name, demo=demo)  # type: ignore[arg-type]
+    print(f"benchmark {bench.id}: {bench.sample_count:,} samples, sha256 {bench.gt_sha256}")
+
+
+@app.command()
+@friendly
+def worker(
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Jobs run at once.")] = 2,
+    data_dir: DataDir = None,
+) -> None:
+    """Consume background jobs (scoring, judging) until stopped; run any number of them."""
+    import logging
+
+    from medvidbench.server.jobs import run_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from medvidbench.core.config import judge_state
+
+    rt = runtime(data_dir)
+    err.print(judge_state(rt.settings).describe(), highlight=False)  # type: ignore[attr-defined]
+    _warm_up_in_background(rt)
+    run_worker(rt, workers)  # type: ignore[arg-type]
+
+
+@app.command()
+@friendly
+def rescore(
+    profile: Annotated[str, typer.Option(help="Profile to add evaluations under.")] = "strict-v2",
+    data_dir: DataDir = None,
+) -> None:
+    """Queue a re-scoring of every scored submission (old evaluations are kept)."""
+    from medvidbench.core.profiles import get_profile
+    from medvidbench.server.jobs import attach_queue
+    from medvidbench.server.services.processing import on_board
+
+    get_profile(profile)
+    rt = runtime(data_dir)
+    jobs = attach_queue(rt)  # type: ignore[arg-type]
+    ids = on_board(rt)  # type: ignore[arg-type]
+    for sid in ids:
+        jobs.rescore(sid, profile)
+    print(f"queued {len(ids)} re-scoring job(s) under {profile}")
+
+
+@app.command()
+@friendly
+def export(
+    board: Annotated[str, typer.Option(help="official or community.")] = "official",
+    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    data_dir: DataDir = None,
+) -> None:
+    """Print a ranked board with every metric and its provenance."""
+    from medvidbench.server.services.leaderboards import export_board
+
+    sys.stdout.write(export_board(runtime(data_dir), board, fmt))  # type: ignore[arg-type]
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _warm_up_in_background(rt: object, pages: bool = False) -> None:
+    """Load models, test set and boards (and compile the page templates) on a thread, so
+    that the first submission and the first page view after a start do not wait for them."""
+    import threading
+
+    from medvidbench.server.services.processing import warm_up
+
+    def run() -> None:
+        if pages:
+            from medvidbench.server.web.render import compile_templates
+
+            compile_templates()
+        warm_up(rt)  # type: ignore[arg-type]  # boards first, then the scoring models
+
+    threading.Thread(target=run, name="warm-up", daemon=True).start()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or a clear error when the port is taken."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot listen on {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} is in use on {host}; try --port {port + 1} (or stop what uses it)"
+            ) from None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+@app.command()
+@friendly
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    data_dir: DataDir = None,
+    ground_truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--ground-truth", help="The real test set; without it a synthetic demo set is used."
+        ),
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=32,
+            help="Job threads in this process; 0 when separate 'medvidbench worker' "
+            "processes run the jobs.",
+        ),
+    ] = 2,
+) -> None:
+    """Run the whole leaderboard in one process: pages, REST API and the job consumer."""
+    import uvicorn
+
+    from medvidbench.core.config import judge_state
+    from medvidbench.server.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.server.services.accounts import admin_exists
+    from medvidbench.server.services.leaderboards import bootstrap
+    from medvidbench.server.web.app import create_app
+
+    listener = _listen(host, port)  # before anything is printed or started
+    rt = runtime(data_dir)
+    judge = judge_state(rt.settings)  # type: ignore[attr-defined]  # misconfigured: stop here
+    with rt.sessions() as session:  # type: ignore[attr-defined]
+        has_admin = admin_exists(session)
+    if host not in LOOPBACK:
+        key = rt.settings.secret_key  # type: ignore[attr-defined]
+        if key is None or len(key.get_secret_value()) < 32 or not has_admin:
+            raise UsageError(
+                "a server reachable from other machines needs "
+                "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
+                "('medvidbench users create NAME --admin'); refusing to start"
+            )
+    bench = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
+    attach_queue(rt)  # type: ignore[arg-type]
+    consumer = start_embedded_consumer(rt, workers) if workers else None  # type: ignore[arg-type]
+    app_ = create_app(rt)  # type: ignore[arg-type]
+    _warm_up_in_background(rt, pages=True)
+    where = rt.data_dir  # type: ignore[attr-defined]
+    err.print(
+        f"MedVidBench leaderboard on http://{host}:{port}/  ({bench.sample_count:,} "
+        f"samples{', synthetic demo data' if bench.is_demo else ''}; data in {where})",
+        highlight=False,
+    )
+    if bench.is_demo:
+        err.print(
+            f"example prediction files to submit: {where / 'demo'}", highlight=False, soft_wrap=True
+        )
+    err.print(judge.describe(), highlight=False)
+    if not has_admin:
+        err.print(
+            "no admin account yet: create one with 'medvidbench users create NAME "
+            f"--admin --data-dir {where}'",
+            highlight=False,
+        )
+    try:
+        # Behind a reverse proxy on this machine, X-Forwarded-Proto makes the request https
+        # (and so the session cookie Secure).
+        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True)
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        if consumer is not None:
+            consumer.stop(graceful=False)
+
+
+@app.command("submit")
+@friendly
+def submit_cmd(
+    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    server: Annotated[str, typer.Option(help="Leaderboard URL, e.g. http://127.0.0.1:8000.")],
+    token: Annotated[str, typer.Option(envvar="MEDVIDBENCH_TOKEN", help="API token.")],
+    model_name: Annotated[str, typer.Option(help="Model name (unique on the board).")],
+    organisation: Annotated[str, typer.Option(help="Organisation.")] = "",
+    model_url: Annotated[str, typer.Option(help="Model URL (http or https).")] = "",
+    wait: Annotated[bool, typer.Option(help="Wait until scored and print the scores.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait at most.")] = 600.0,
+) -> None:
+    """Upload predictions to a leaderboard server (and wait for the scores)."""
+    from medvidbench.cli.client import submit_file
+
+    submit_file(predictions, server, token, model_name, organisation, model_url, wait, timeout)

@@ -1,0 +1,165 @@
+"""Rich renderings of reports for the terminal (the CLI's output, nothing else)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from medvidbench.benchmarks.medvidbench.matching import ValidationReport
+from medvidbench.core.evaluation import Report
+from medvidbench.core.profiles import METRICS
+
+_STATUS_STYLE = {"complete": "green", "missing": "yellow", "incomplete": "red"}
+_VERDICT = {
+    "valid": "[bold green]valid[/]: every task is complete",
+    "partial": "[bold yellow]partial[/]: accepted; missing tasks are reported as missing, not 0",
+    "invalid": "[bold red]invalid[/]",
+}
+
+
+def print_validation(report: ValidationReport, console: Console) -> None:
+    """Print a validation report: per-task coverage, then every problem with its location."""
+    console.print(
+        f"[bold]{escape(report.source or 'submission')}[/]  {report.size:,} bytes, "
+        f"{report.records:,} records ({report.layout}), {report.matched:,} matched",
+        highlight=False,
+    )
+    table = Table(title="Coverage per task", title_justify="left")
+    table.add_column("task")
+    table.add_column("expected", justify="right")
+    table.add_column("matched", justify="right")
+    table.add_column("status")
+    for task, cov in report.coverage.items():
+        style = _STATUS_STYLE[cov.status]
+        table.add_row(task, f"{cov.expected:,}", f"{cov.matched:,}", f"[{style}]{cov.status}[/]")
+    if report.coverage:
+        console.print(table)
+    for title, problems, style in (
+        ("error", report.errors, "red"),
+        ("warning", report.warnings, "yellow"),
+    ):
+        for p in problems.items:
+            console.print(
+                f"[{style}]{title}[/] [dim]{p.code}[/] {escape(p.message)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        if problems.omitted():
+            totals = ", ".join(f"{n:,} {code}" for code, n in problems.totals.items())
+            console.print(
+                f"[{style}]... {problems.omitted():,} more {title}s not shown[/] "
+                f"(totals: {totals})",
+                highlight=False,
+            )
+    for notice in report.notices:
+        console.print(f"[cyan]note[/] {escape(notice)}", highlight=False, soft_wrap=True)
+    console.print(f"verdict: {_VERDICT[report.verdict]}")
+
+
+def _fmt(value: object, scale: str = "0-1") -> str:
+    if value is None:
+        return "[dim]—[/]"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _note(report: Report, key: str, task: str, judged: bool) -> str:
+    status = report.per_task.get(task, {}).get("status", "not in the test set")
+    if report.metrics[key] is not None:
+        return ""
+    if status == "missing":
+        return "task missing from the submission"
+    if judged:
+        return "pending: no judge configured" if report.judge is None else "judge failed"
+    return str(status)
+
+
+def print_report(report: Report, console: Console) -> None:
+    """Print the 10 leaderboard metrics, per-task diagnostics and judge provenance."""
+    title = f"MedVidBench metrics ({report.profile}, scorer {report.scorer_version})"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("note")
+    for m in METRICS:
+        table.add_row(m.column, _fmt(report.metrics[m.key]), _note(report, m.key, m.task, m.judged))
+    console.print(table)
+    tasks = Table(title="Per task", title_justify="left")
+    for col in ("task", "status", "samples", "scored", "parse rate"):
+        tasks.add_column(col, justify="left" if col in ("task", "status") else "right")
+    for task, info in report.per_task.items():
+        rate = info.get("parse_rate")
+        tasks.add_row(
+            task,
+            info["status"],
+            f"{info.get('count', 0):,}",
+            f"{info['evaluated']:,}" if "evaluated" in info else "—",
+            f"{rate:.1%}" if isinstance(rate, float) else "—",
+        )
+    console.print(tasks)
+    if report.missing_tasks:
+        console.print(
+            f"[yellow]missing tasks[/] (not scored, not zero): {', '.join(report.missing_tasks)}",
+            highlight=False,
+        )
+    if report.judge:
+        j = report.judge
+        console.print(
+            f"judge: {escape(str(j['model_reported'] or j['model_requested']))} at "
+            f"{escape(j['endpoint'])}, prompt {j['prompt_version']}, config {j['config_id']}; "
+            f"{j['pairs']:,} pairs, {j['cache_hits']:,} cached, {j['calls']:,} calls, "
+            f"{j['retries']:,} retries, {j['failures']:,} failed",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if report.similarity:
+        sims = ", ".join(f"{k} {_fmt(v)}" for k, v in report.similarity.items() if k != "about")
+        console.print(
+            f"[cyan]similarity diagnostic (0-1, not a leaderboard metric)[/]: {sims}",
+            highlight=False,
+        )
+
+
+@contextmanager
+def progress_bar(console: Console, enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A task-by-task progress bar for long evaluations; a no-op callback when disabled."""
+    if not enabled:
+        yield lambda task, done, total: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} tasks"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        job = bar.add_task("scoring", total=None)
+
+        def advance(task: str, done: int, total: int) -> None:
+            bar.update(job, description=f"scored {task}", completed=done, total=total)
+
+        yield advance
+
+
+@contextmanager
+def count_bar(console: Console, label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A done/total progress bar (judging); a no-op callback when disabled."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        job = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(job, completed=done, total=total)

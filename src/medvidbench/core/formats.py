@@ -1,0 +1,414 @@
+"""File shapes: the ground truth (SFT format) and the two submission formats.
+
+Decoding takes a fast path through msgspec's typed decoder. Only when that fails do we walk the
+file record by record to collect *every* problem with its location, so a valid 500k-record file
+costs one C-level pass and an invalid one still gets a complete, precise error list.
+
+Nothing here trusts an upload: submission records are decoded into structs that simply have no
+``gnd``, ``struc_info`` or ``ground_truth`` fields, so those values never reach the scorer.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from medvidbench.core.errors import Problem, ProblemList, UsageError
+
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the 531,850-sample training-scale file is ~200 MB
+_VIDEO_TAG = re.compile(r"<video>\s*")
+
+
+# --- ground truth -----------------------------------------------------------------------------
+
+
+class Turn(msgspec.Struct):
+    """One conversation turn: ``{"from": "human"|"gpt", "value": "..."}``."""
+
+    from_: str = msgspec.field(name="from")
+    value: str
+
+
+class GTMetadata(msgspec.Struct):
+    """The clip a sample is about; frames and fps arrive as strings in the real data."""
+
+    video_id: str | int
+    fps: str | int | float
+    input_video_start_frame: str | int
+    input_video_end_frame: str | int
+
+
+class GTRecord(msgspec.Struct):
+    """A ground-truth record exactly as the SFT-style test file stores it."""
+
+    conversations: list[Turn]
+    metadata: GTMetadata
+    qa_type: str
+    struc_info: msgspec.Raw = msgspec.Raw(b"null")
+    data_source: str | None = None
+    dataset_name: str | None = None
+
+
+# --- submissions ------------------------------------------------------------------------------
+
+
+class SubmissionMetadata(msgspec.Struct):
+    """Metadata as the inference script copies it into ``results.json``."""
+
+    video_id: str | int
+    fps: str | int | float
+    input_video_start_frame: str | int
+    input_video_end_frame: str | int
+
+
+class SubmissionRecord(msgspec.Struct):
+    """One uploaded prediction, in either submission format.
+
+    Prediction-only records carry ``id`` + ``prediction``; ``results.json`` records carry
+    ``metadata`` + ``answer`` (+ ``question``). ``index`` optionally names the test-set
+    position explicitly. Unknown fields, including any uploaded ground truth, are dropped.
+    """
+
+    qa_type: str
+    prediction: str | msgspec.UnsetType = msgspec.UNSET
+    answer: str | msgspec.UnsetType = msgspec.UNSET
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    index: int | msgspec.UnsetType = msgspec.UNSET
+    metadata: SubmissionMetadata | msgspec.UnsetType = msgspec.UNSET
+    question: str | msgspec.UnsetType = msgspec.UNSET
+    response: str | msgspec.UnsetType = msgspec.UNSET  # the leaderboard README's "format 1"
+
+
+IGNORED_UPLOAD_FIELDS = ("gnd", "struc_info", "ground_truth")
+_PRECOMPUTED_KEYS = {"aggregated_results", "evaluated_samples"}
+
+
+def sample_id(video_id: object, start: object, end: object, fps: object) -> str:
+    """Build the public sample id ``video_id&&start_frame&&end_frame&&fps``.
+
+    Examples:
+        >>> sample_id("kcOqlifSukA", "22425", "25124", "1.0")
+        'kcOqlifSukA&&22425&&25124&&1.0'
+    """
+    return f"{video_id}&&{start}&&{end}&&{fps}"
+
+
+def strip_video_tag(question: str) -> str:
+    """Remove the ``<video>`` placeholder the SFT format puts before the question.
+
+    Examples:
+        >>> strip_video_tag("<video>\\nWhat comes next?")
+        'What comes next?'
+    """
+    if "<video>" not in question:
+        return question.strip()
+    return _VIDEO_TAG.sub("", question).strip()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic objects.
+
+    Bulk-loading half a million records otherwise triggers repeated full collections that
+    cost more than the loading itself; nothing built here forms reference cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@dataclass(slots=True)
+class Decoded:
+    """The outcome of decoding a file: the records (possibly none) and what went wrong.
+
+    Attributes:
+        records: Typed structs when ``typed`` is true, else plain JSON values to be checked.
+        labels: Location labels per record (dict keys or JSONL lines); None for a plain list.
+        layout: ``list``, ``dict`` or ``jsonl``.
+        problems: Fatal problems; when non-empty the records must not be used.
+        sha256: Hex digest of the file's bytes.
+        size: The file's size in bytes.
+        typed: Whether every record decoded into the typed struct.
+    """
+
+    records: list[Any]
+    labels: list[str] | None
+    layout: str
+    problems: ProblemList
+    sha256: str
+    size: int
+    typed: bool = False
+
+
+def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Read a file, refusing one larger than ``max_bytes`` before reading any of it."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise UsageError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise UsageError(f"{str(p)!r} is a directory, expected a JSON or JSONL file")
+    if size > max_bytes:
+        raise UsageError(
+            f"{str(p)!r} is {size:,} bytes, larger than the limit of {max_bytes:,} bytes"
+        )
+    return p.read_bytes()
+
+
+def _position(data: bytes, message: str) -> str:
+    """Turn msgspec's "(byte N)" into a line and column a person can find."""
+    m = re.search(r"\(byte (\d+)\)", message)
+    if not m:
+        return message
+    offset = int(m.group(1))
+    line = data.count(b"\n", 0, offset) + 1
+    col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return f"{message[: m.start()].rstrip()} at line {line}, column {col}"
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def decode(data: bytes, typed: Any, layout_hint: str = "auto", what: str = "file") -> Decoded:
+    """Decode a JSON or JSONL file of records into ``typed`` structs.
+
+    Never raises on content: every problem found is returned in ``Decoded.problems``. The
+    caller then walks generic records (``records`` are plain dicts when the typed pass failed)
+    with its own field checks so that each record's problems are reported.
+    """
+    try:
+        return _decode(data, typed, layout_hint, what)
+    except UnicodeDecodeError:  # msgspec validates UTF-8 only inside strings, without a place
+        result = Decoded(
+            [], None, "list", ProblemList(), hashlib.sha256(data).hexdigest(), len(data)
+        )
+        result.problems.add(
+            Problem("not-utf8", f"the {what} is not valid UTF-8: {_bad_utf8(data)}")
+        )
+        return result
+
+
+def _bad_utf8(data: bytes) -> str:
+    """Where the first byte sequence that is not UTF-8 sits, as a line and column."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+        return f"byte 0x{data[offset]:02x} at line {line}, column {col} (save the file as UTF-8)"
+    return "a string holds bytes that are not UTF-8"
+
+
+def _decode(data: bytes, typed: Any, layout_hint: str, what: str) -> Decoded:
+    digest = hashlib.sha256(data).hexdigest()
+    problems = ProblemList()
+    result = Decoded([], None, "list", problems, digest, len(data))
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        problems.add(Problem("empty-file", f"the {what} is empty"))
+        return result
+    if layout_hint == "jsonl":
+        return _decode_jsonl(data, typed, result)
+    try:
+        result.records, result.labels, result.layout = _split(msgspec.json.decode(data, type=typed))
+        result.typed = True
+        return result
+    except msgspec.ValidationError:
+        pass  # valid JSON (or JSONL), wrong shape somewhere: fall through to the generic walk
+    except msgspec.DecodeError as exc:
+        return _not_json(data, typed, result, exc, layout_hint, what)
+    except RecursionError:
+        problems.add(Problem("too-deep", f"the {what} nests arrays or objects too deeply"))
+        return result
+    try:
+        generic = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        return _not_json(data, typed, result, exc, layout_hint, what)
+    except RecursionError:
+        problems.add(Problem("too-deep", f"the {what} nests arrays or objects too deeply"))
+        return result
+    if isinstance(generic, list):
+        result.records, result.labels, result.layout = generic, None, "list"
+    elif isinstance(generic, dict):
+        if _PRECOMPUTED_KEYS & generic.keys():
+            problems.add(
+                Problem(
+                    "precomputed-results",
+                    "pre-computed evaluation results are not accepted: upload the model's "
+                    "predictions and the scores will be computed here",
+                )
+            )
+        elif "qa_type" in generic:
+            problems.add(
+                Problem(
+                    "single-record",
+                    'expected a list of records or an object of records keyed "0", "1", ...; '
+                    "got a single record",
+                )
+            )
+        else:
+            result.labels = [f'"{k}"' for k in generic]
+            result.records, result.layout = list(generic.values()), "dict"
+    else:
+        problems.add(
+            Problem(
+                "wrong-top-level",
+                f'expected a list of records or an object of records keyed "0", "1", ...; '
+                f"got {_describe(generic)}",
+            )
+        )
+    return result
+
+
+def _not_json(
+    data: bytes, typed: Any, result: Decoded, exc: Exception, layout_hint: str, what: str
+) -> Decoded:
+    """Report a JSON syntax error, unless the file is JSON Lines without the .jsonl name."""
+    if layout_hint == "auto" and data.lstrip().startswith(b"{") and b"\n" in data.strip():
+        retry = Decoded([], None, "jsonl", ProblemList(), result.sha256, result.size)
+        jsonl = _decode_jsonl(data, typed, retry)
+        if not jsonl.problems.totals.get("not-json"):
+            return jsonl
+    message = _position(data, str(exc))
+    result.problems.add(Problem("not-json", f"the {what} is not valid JSON: {message}"))
+    return result
+
+
+def _split(decoded: list[Any] | dict[str, Any]) -> tuple[list[Any], list[str] | None, str]:
+    if isinstance(decoded, dict):
+        return list(decoded.values()), [f'"{k}"' for k in decoded], "dict"
+    return decoded, None, "list"
+
+
+def _decode_jsonl(data: bytes, typed: Any, result: Decoded) -> Decoded:
+    result.layout = "jsonl"
+    item_type = typed.__args__[0].__args__[0]  # list[X] | dict[str, X] -> X
+    typed_decoder = msgspec.json.Decoder(item_type)
+    records: list[Any] = []
+    labels: list[str] = []
+    all_typed = True
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        labels.append(f"line {lineno}")
+        try:
+            records.append(typed_decoder.decode(line))
+            continue
+        except msgspec.ValidationError:
+            pass  # JSON of the wrong shape: keep it generic for the caller's field checks
+        except (msgspec.DecodeError, RecursionError):
+            pass  # reported just below
+        all_typed = False
+        try:
+            records.append(msgspec.json.decode(line))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            result.problems.add(
+                Problem(
+                    "not-json", f"line {lineno} is not valid JSON: {reason}", record=len(records)
+                )
+            )
+            records.append(None)
+    if not all_typed:
+        # Turn the lines that did decode into plain values so that the caller walks one kind.
+        records = [msgspec.to_builtins(r) if isinstance(r, msgspec.Struct) else r for r in records]
+    result.records, result.labels, result.typed = records, labels, all_typed
+    return result
+
+
+def record_label(decoded: Decoded, i: int) -> str:
+    """How a person finds record ``i``: ``record 17``, ``record "17"`` or ``line 18``."""
+    if decoded.labels is None:
+        return f"record {i}"
+    label = decoded.labels[i]
+    return label if label.startswith("line") else f"record {label}"
+
+
+_KIND_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def _expected(kinds: tuple[type, ...]) -> str:
+    names = [_KIND_NAMES[k] for k in kinds if not (k is float and int in kinds)]
+    if int in kinds and float in kinds:
+        names = [n if n != "an integer" else "a number" for n in names]
+    return " or ".join(names)
+
+
+def _matches(value: object, kinds: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):  # JSON true/false is never a number here
+        return False
+    return isinstance(value, kinds)
+
+
+def check_fields(
+    obj: dict[str, Any],
+    where: str,
+    required: dict[str, tuple[type, ...]],
+    optional: dict[str, tuple[type, ...]] | None = None,
+    record: int | None = None,
+    sid: str | None = None,
+) -> list[Problem]:
+    """Check an object's fields against expected JSON kinds; one problem per bad field.
+
+    Examples:
+        >>> check_fields({"prediction": None}, "record 17", {"prediction": (str,)})[0].message
+        "record 17: expected field 'prediction' to be a string, got null"
+    """
+    found: list[Problem] = []
+    for name, kinds in required.items():
+        if name not in obj:
+            found.append(Problem("missing-field", f"{where}: missing field {name!r}", record, sid))
+        elif not _matches(obj[name], kinds):
+            found.append(_wrong(where, name, kinds, obj[name], record, sid))
+    for name, kinds in (optional or {}).items():
+        if (
+            name in obj
+            and not (obj[name] is None and type(None) in kinds)
+            and not _matches(obj[name], tuple(k for k in kinds if k is not type(None)))
+        ):
+            found.append(_wrong(where, name, kinds, obj[name], record, sid))
+    return found
+
+
+def _wrong(
+    where: str,
+    name: str,
+    kinds: tuple[type, ...],
+    value: object,
+    record: int | None,
+    sid: str | None,
+) -> Problem:
+    message = f"{where}: expected field {name!r} to be {_expected(kinds)}, got {_describe(value)}"
+    return Problem("wrong-type", message, record, sid)

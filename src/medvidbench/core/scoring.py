@@ -1,0 +1,155 @@
+"""What every task scorer returns, and the registry scorers join.
+
+A scorer is a thin object over pure per-task functions (``parse``, ``score``, ``aggregate``).
+It receives the test samples of its task, the matched prediction texts and a profile, and
+returns a :class:`TaskResult`. The 8 built-in scorers register exactly as a third-party
+benchmark's would, through :func:`register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import TYPE_CHECKING, Any, Protocol
+
+from medvidbench.core.profiles import Profile
+
+if TYPE_CHECKING:
+    from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+    from medvidbench.core.embeddings import Embedder
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """One sample's outcome.
+
+    Attributes:
+        index: The sample's position in the test set.
+        dataset: Its source dataset.
+        parsed: Whether the prediction could be read (the parse-rate numerator).
+        values: Per-sample numbers by metric key; None when the sample is excluded from the mean
+            (a v1 skip rule), which is reported rather than hidden.
+        note: Why it was excluded or not parsed, when that is useful to a researcher.
+    """
+
+    index: int
+    dataset: str
+    parsed: bool
+    values: dict[str, float] | None
+    note: str = ""
+
+
+@dataclass(slots=True)
+class TaskResult:
+    """A task's metrics, overall and per dataset, with diagnostics."""
+
+    task: str
+    metrics: dict[str, float | None]
+    per_dataset: dict[str, dict[str, float | int | None]]
+    diagnostics: dict[str, Any]
+    samples: list[SampleResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Context:
+    """What a scorer may need beyond samples and texts; loaded lazily."""
+
+    embedder_factory: Callable[[], Embedder] | None = None
+    _embedder: Embedder | None = None
+
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
+
+            self._embedder = (self.embedder_factory or prepared_embedder)()
+        return self._embedder
+
+
+class Scorer(Protocol):
+    """A task's scoring entry point."""
+
+    task: str
+    metric_keys: tuple[str, ...]
+
+    def evaluate(
+        self, samples: Sequence[Sample], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult: ...
+
+
+SCORERS: dict[str, Scorer] = {}
+
+
+def register(scorer: Scorer) -> Scorer:
+    """Add a scorer to the registry (a later registration for the same task replaces it)."""
+    SCORERS[scorer.task] = scorer
+    return scorer
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean, or None for no values (never a silent 0)."""
+    return fmean(values) if values else None
+
+
+def diagnostics(results: Sequence[SampleResult]) -> dict[str, Any]:
+    """Counts every task reports: samples, how many were scored, and the parse rate."""
+    count = len(results)
+    parsed = sum(r.parsed for r in results)
+    return {
+        "count": count,
+        "evaluated": sum(r.values is not None for r in results),
+        "parsed": parsed,
+        "parse_rate": parsed / count if count else None,
+    }
+
+
+def group_by_dataset(results: Sequence[SampleResult]) -> dict[str, list[SampleResult]]:
+    out: dict[str, list[SampleResult]] = {}
+    for r in results:
+        out.setdefault(r.dataset, []).append(r)
+    return dict(sorted(out.items()))
+
+
+def micro_mean(results: Sequence[SampleResult], key: str) -> float | None:
+    """Mean of a per-sample value over the samples not excluded."""
+    return mean_or_none([r.values[key] for r in results if r.values is not None])
+
+
+def balanced_accuracy(rows: Sequence[dict[str, float]], prefix: str) -> float:
+    """Mean over the parts named ``prefix + name`` of each part's accuracy over the rows that
+    count it (SA's aspects, CVS's components). 0.0 when nothing was countable: the task was
+    answered, so it is scored, as the published leaderboard scores it."""
+    per: dict[str, list[float]] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key.startswith(prefix):
+                per.setdefault(key, []).append(value)
+    return fmean([sum(v) / len(v) for v in per.values()]) if per else 0.0
+
+
+def mean_abs_error(rows: Sequence[dict[str, float]]) -> float | None:
+    """Mean of the ``ae:`` entries of per-sample rows."""
+    return mean_or_none([v for row in rows for k, v in row.items() if k.startswith("ae:")])
+
+
+def balanced_task_result(
+    task: str, key: str, prefix: str, secondary: str, results: list[SampleResult]
+) -> TaskResult:
+    """Shared aggregation of SA and CVS: per dataset a balanced accuracy, the secondary
+    accuracy (level or rating) and the MAE; overall the mean over datasets."""
+    per_dataset: dict[str, dict[str, float | int | None]] = {}
+    for d, rs in group_by_dataset(results).items():
+        rows = [r.values for r in rs if r.values is not None]
+        per_dataset[d] = {
+            key: balanced_accuracy(rows, prefix),
+            "count": len(rs),
+            "evaluated": len(rows),
+            f"{secondary}_accuracy": mean_or_none([row[secondary] for row in rows]),
+            "mae": mean_abs_error(rows),
+        }
+    overall = mean_or_none([float(v[key] or 0.0) for v in per_dataset.values()])
+    rows = [r.values for r in results if r.values is not None]
+    diag = diagnostics(results)
+    diag[f"{secondary}_accuracy"] = mean_or_none([row[secondary] for row in rows])
+    diag["mae"] = mean_abs_error(rows)
+    return TaskResult(task, {key: overall}, per_dataset, diag, results)

@@ -1,0 +1,164 @@
+"""Background jobs on Huey: SQLite storage embedded, Redis storage for many workers.
+
+Tasks are registered on an explicit :class:`Jobs` object (no import-time queue). The web process
+and every ``medvidbench worker`` build the same one. Jobs only call
+:mod:`medvidbench.server.services.processing`, whose atomic claims make duplicate deliveries
+harmless; a periodic reaper re-enqueues submissions that wait too long or whose worker died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+from medvidbench.core.config import Settings, judge_wanted
+from medvidbench.core.errors import UsageError
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.processing import (
+    rescore,
+    retry_delay,
+    run_step,
+    stale,
+    step_attempts,
+)
+
+log = logging.getLogger("medvidbench.server.jobs")
+
+
+def make_huey(settings: Settings, immediate: bool = False) -> Any:
+    """The queue: in-memory and synchronous (tests), Redis (``redis://``) or a SQLite file."""
+    from huey import MemoryHuey, RedisHuey, SqliteHuey
+
+    if immediate:
+        return MemoryHuey("medvidbench", immediate=True, results=False)
+    url = settings.queue_url
+    if url and url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisHuey("medvidbench", url=url, results=False)
+    if url:
+        raise ValueError("MEDVIDBENCH_QUEUE_URL must be a redis:// URL (or unset for SQLite)")
+    from medvidbench.server.runtime import private_dir, private_file
+
+    private_dir(settings.data_dir)
+    queue = (settings.data_dir / "queue.sqlite3").resolve()
+    private_file(queue)
+    return SqliteHuey("medvidbench", filename=str(queue), results=False)
+
+
+def worker_id() -> str:
+    """Unique per job run: host, process, thread and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:6]}"
+
+
+class Jobs:
+    """The queue's tasks, bound to one runtime."""
+
+    def __init__(self, runtime: Runtime, huey: Any) -> None:
+        from huey import crontab
+
+        self.runtime, self.huey = runtime, huey
+        self.score = huey.task(name="score")(self._score)
+        self.judge = huey.task(name="judge")(self._judge)
+        self.rescore = huey.task(name="rescore")(self._rescore)
+        self.reap = huey.periodic_task(crontab(minute="*"), name="reap")(self._reap)
+
+    def _retry(self, task: Any, submission_id: int, outcome: str) -> None:
+        """Schedule the next attempt of a step that failed, later after every failure."""
+        if outcome == "retry":
+            delay = retry_delay(step_attempts(self.runtime, submission_id))
+            task.schedule((submission_id,), delay=delay)
+
+    def _score(self, submission_id: int, infra_attempt: int = 0) -> str:
+        try:
+            outcome = run_step(self.runtime, submission_id, "score", worker_id())
+        except Exception:  # the database or file store is unreachable: try again later
+            self._later(
+                self.score, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
+            )
+            raise
+        if outcome == "done" and judge_wanted(self.runtime.settings):
+            self.judge(submission_id)
+        self._retry(self.score, submission_id, outcome)
+        return outcome
+
+    def _judge(self, submission_id: int, infra_attempt: int = 0) -> str:
+        from medvidbench.core.judge.client import Judge, JudgeConfig
+        from medvidbench.server.store.judge_cache import DatabaseJudgeCache
+
+        try:
+            config = JudgeConfig.from_settings(self.runtime.settings)
+        except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
+            log.error("judge job for submission %s not run: %s", submission_id, exc.message)
+            return "misconfigured"
+        try:
+            judge = Judge(config, DatabaseJudgeCache(self.runtime.sessions))
+            outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
+        except Exception:
+            self._later(
+                self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
+            )
+            raise
+        self._retry(self.judge, submission_id, outcome)
+        return outcome
+
+    def _later(self, task: Any, submission_id: int, infra_attempt: int, lease: int) -> None:
+        """Re-run a job that hit an infrastructure error once its own lease has expired (so the
+        claim can be taken again), backing off, at most ``job_max_attempts`` times; claims make
+        a duplicate harmless, and the reaper is the backstop once the database is back."""
+        if infra_attempt + 1 >= self.runtime.settings.job_max_attempts:
+            return
+        delay = lease + retry_delay(infra_attempt + 1)
+        with contextlib.suppress(Exception):  # the queue itself is down: the reaper re-enqueues
+            task.schedule((submission_id, infra_attempt + 1), delay=delay)
+
+    def _rescore(self, submission_id: int, profile: str) -> bool:
+        return rescore(self.runtime, submission_id, profile)
+
+    def _reap(self) -> int:
+        found = stale(self.runtime)
+        for submission_id, step in found:
+            (self.score if step == "score" else self.judge)(submission_id)
+        return len(found)
+
+
+def attach_queue(runtime: Runtime, immediate: bool = False) -> Jobs:
+    """Give the runtime its queue (once per process)."""
+    jobs = Jobs(runtime, make_huey(runtime.settings, immediate))
+    runtime.queue = jobs
+    return jobs
+
+
+def enqueue_score(runtime: Runtime, submission_id: int) -> None:
+    if isinstance(runtime.queue, Jobs):
+        runtime.queue.score(submission_id)
+
+
+def start_embedded_consumer(runtime: Runtime, workers: int = 2) -> Any:
+    """Consume jobs on threads of this process (the embedded default of ``serve``).
+
+    Returns the consumer; call ``.stop(graceful=True)`` to stop it. Signals stay with the host
+    process (the web server), so the consumer does not install handlers of its own.
+    """
+    from huey.consumer import Consumer
+
+    class EmbeddedConsumer(Consumer):  # type: ignore[misc]
+        def _set_signal_handlers(self) -> None:
+            pass
+
+    jobs = runtime.queue if isinstance(runtime.queue, Jobs) else attach_queue(runtime)
+    jobs.reap.call_local()
+    consumer = EmbeddedConsumer(jobs.huey, workers=workers, worker_type="thread", periodic=True)
+    consumer.start()
+    return consumer
+
+
+def run_worker(runtime: Runtime, workers: int = 2) -> None:
+    """Consume jobs until stopped (SIGINT/SIGTERM); take over abandoned work first."""
+    jobs = attach_queue(runtime)
+    jobs.reap.call_local()
+    consumer = jobs.huey.create_consumer(workers=workers, worker_type="thread", periodic=True)
+    consumer.run()

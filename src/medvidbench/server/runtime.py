@@ -1,0 +1,132 @@
+"""The running server's shared resources: settings, database, stored files, test sets.
+
+One :class:`Runtime` per process (web server or worker), created explicitly; nothing here
+happens at import time. Stored files are named by database ids and hashes, never by user input.
+The data folder holds the hidden test set, the database and every upload, so it and everything
+in it is the owner's alone: folders 0700, files 0600, whatever the process umask.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import threading
+import uuid
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.core.config import Settings
+from medvidbench.core.errors import NotFoundError
+from medvidbench.server.services.board_cache import BoardCache
+from medvidbench.server.store.db import database_url, make_engine, make_sessions
+from medvidbench.server.upload_check import UploadChecker
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) if needed, and make it the owner's alone."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    if path.stat().st_mode & 0o777 != PRIVATE_DIR:
+        path.chmod(PRIVATE_DIR)
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` empty if missing, and make it the owner's alone."""
+    path.touch(mode=PRIVATE_FILE, exist_ok=True)
+    if path.stat().st_mode & 0o777 != PRIVATE_FILE:
+        path.chmod(PRIVATE_FILE)
+
+
+def _write_gzip(path: Path, chunks: Iterable[bytes]) -> None:
+    """Compress ``chunks`` into ``path``, a file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out:
+        for chunk in chunks:
+            out.write(chunk)
+
+
+class Runtime:
+    """Everything a service function needs, built from settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.data_dir = settings.data_dir.resolve()
+        private_dir(self.data_dir)
+        self._gt_lock = threading.Lock()
+        self._gt_cache: dict[str, GroundTruth] = {}
+        self.queue: object | None = None  # set by jobs.attach_queue
+        self.upload_checker = UploadChecker(settings.upload_process_bytes)
+        self.boards = BoardCache()  # ranked board rows, per benchmark generation
+
+    @cached_property
+    def engine(self) -> Engine:
+        url = database_url(self.data_dir, self.settings.database_url)
+        if self.settings.database_url is None:  # SQLite copies the file's mode to -wal, -shm
+            private_file(self.data_dir / "medvidbench.sqlite3")
+        return make_engine(url)
+
+    @cached_property
+    def sessions(self) -> sessionmaker[Session]:
+        return make_sessions(self.engine)
+
+    # --- files ------------------------------------------------------------------------------
+
+    def _path(self, folder: str, name: str) -> Path:
+        directory = self.data_dir / folder
+        private_dir(directory)
+        return directory / name
+
+    def submission_path(self, submission_id: int) -> Path:
+        return self._path("submissions", f"{int(submission_id):08d}.json.gz")
+
+    def benchmark_path(self, sha256: str) -> Path:
+        if len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
+            raise ValueError("not a sha256 digest")
+        return self._path("benchmarks", f"{sha256}.json.gz")
+
+    def incoming_path(self) -> Path:
+        """A new, empty private file under ``incoming/`` for an upload as it arrives."""
+        path = self._path("incoming", f"{uuid.uuid4().hex}.upload")
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        return path
+
+    def stage(self, source: bytes | Path) -> Path:
+        """Compress an upload (its bytes, or a file of them, read in chunks) into a new private
+        file under ``incoming/``, to be renamed into place (:meth:`Path.replace`) once its
+        database row exists."""
+        path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
+        if isinstance(source, bytes):
+            _write_gzip(path, [source])
+        else:
+            with open(source, "rb") as raw:
+                _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
+        return path
+
+    @staticmethod
+    def write_atomically(path: Path, data: bytes) -> None:
+        """Write compressed bytes so that a reader never sees a half-written file."""
+        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
+        _write_gzip(tmp, [data])
+        os.replace(tmp, path)
+
+    @staticmethod
+    def read(path: Path) -> bytes:
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise NotFoundError(f"stored file {path.name} is missing") from None
+
+    def ground_truth(self, sha256: str) -> GroundTruth:
+        """A stored test set, loaded once per process."""
+        with self._gt_lock:
+            if sha256 not in self._gt_cache:
+                self._gt_cache[sha256] = load_ground_truth(self.read(self.benchmark_path(sha256)))
+            return self._gt_cache[sha256]

@@ -1,0 +1,289 @@
+"""Accounts: users, roles, teams and API tokens. No default password exists anywhere.
+
+Passwords are stored as argon2 hashes. API tokens are 256-bit random secrets shown once and
+stored as their SHA-256 (a fast hash is right for high-entropy secrets; a slow one would only
+slow every API call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from medvidbench.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UsageError,
+)
+from medvidbench.server.store.models import ApiToken, AuditLog, User, WebSession
+
+ROLES = ("admin", "maintainer", "submitter")
+_USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
+MIN_PASSWORD = 12
+TOKEN_PREFIX = "mvb_"
+SESSION_DAYS = 14
+
+
+def _hasher() -> Any:
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
+def audit(
+    session: Session, actor: User | None, action: str, target: str = "", **detail: Any
+) -> None:
+    """Append one line to the audit log (in the caller's transaction)."""
+    session.add(
+        AuditLog(
+            actor_id=actor.id if actor else None,
+            actor_name=actor.username if actor else "system",
+            action=action,
+            target=target,
+            detail=detail,
+        )
+    )
+
+
+def check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise UsageError(f"the password must have at least {MIN_PASSWORD} characters")
+
+
+def create_user(
+    session: Session,
+    username: str,
+    password: str,
+    role: str = "submitter",
+    team: str | None = None,
+    actor: User | None = None,
+    *,
+    trusted_team: bool = False,
+    approved: bool = True,
+    address: str | None = None,
+) -> User:
+    """Create a user; the username is 3-40 letters, digits, '.', '_' or '-'.
+
+    Args:
+        team: A team to create (the user owns it) or to ask to join (its owner decides).
+        trusted_team: Join an existing ``team`` at once (an operator or admin says so).
+        approved: False for a self sign-up that waits for an admin's approval.
+        address: The network address a self sign-up came from (for the sign-up throttle).
+    """
+    if not _USERNAME.match(username):
+        raise UsageError(
+            "a username has 3 to 40 letters, digits, '.', '_' or '-', starting "
+            "with a letter or digit"
+        )
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    check_password(password)
+    if session.scalar(select(User).where(func.lower(User.username) == username.lower())):
+        raise ConflictError(f"the username {username!r} is taken")
+    user = User(
+        username=username,
+        password_hash=_hasher().hash(password),
+        role=role,
+        approved=approved,
+        signup_address=address[:64] if address else None,
+    )
+    session.add(user)
+    session.flush()
+    audit(session, actor, "user.create", f"user:{user.id}", username=username, role=role)
+    if team:
+        from medvidbench.server.services.teams import join_or_request
+
+        join_or_request(session, user, team, trusted=trusted_team)
+    return user
+
+
+def authenticate(session: Session, username: str, password: str) -> User:
+    """The user with these credentials.
+
+    Raises:
+        AuthenticationError: for an unknown user or a wrong password (one message for both).
+    """
+    from argon2.exceptions import VerificationError
+
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    hasher = _hasher()
+    try:
+        if user is None or not user.is_active:
+            hasher.verify(_DUMMY_HASH, password)  # same work either way
+            raise AuthenticationError("wrong username or password")
+        hasher.verify(user.password_hash, password)
+    except VerificationError:
+        raise AuthenticationError("wrong username or password") from None
+    return user
+
+
+# The hash of a discarded random string: verifying against it makes an unknown username cost
+# the same time as a wrong password, so login timing does not reveal which usernames exist.
+_DUMMY_HASH = (
+    "$argon2id$v=19$m=65536,t=3,p=4$iVevmpaY5AiNNj5NNcJyag$"
+    "/IFFwAx4TaIHFnE5L1ZbhXjEfc8GylWnW2/whV1zZ04"
+)
+
+
+def create_token(session: Session, user: User, name: str = "cli") -> tuple[str, ApiToken]:
+    """A new API token for ``user``: returns the secret (shown once) and its stored record."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        user_id=user.id,
+        name=name[:80] or "token",
+        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+        prefix=secret[:12],
+    )
+    session.add(token)
+    session.flush()
+    audit(session, user, "token.create", f"token:{token.id}", name=token.name)
+    return secret, token
+
+
+def user_for_token(session: Session, secret: str) -> User:
+    """The active user owning an unrevoked token; records the token's last use.
+
+    Raises:
+        AuthenticationError: for an unknown or revoked token.
+    """
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if token is None or token.revoked_at is not None or not token.user.is_active:
+        raise AuthenticationError("invalid or revoked API token")
+    token.last_used_at = datetime.now(UTC)
+    return token.user
+
+
+def revoke_token(session: Session, user: User, token_id: int) -> None:
+    token = session.get(ApiToken, token_id)
+    if token is None or (token.user_id != user.id and user.role != "admin"):
+        raise NotFoundError(f"no token {token_id}")
+    token.revoked_at = datetime.now(UTC)
+    audit(session, user, "token.revoke", f"token:{token_id}")
+
+
+def list_tokens(session: Session, user: User) -> list[ApiToken]:
+    return list(
+        session.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id))
+    )
+
+
+def require_role(user: User | None, *roles: str) -> User:
+    """The user, if they hold one of ``roles`` (admins hold every role)."""
+    if user is None:
+        raise AuthenticationError("log in first")
+    if user.role != "admin" and user.role not in roles:
+        raise PermissionDeniedError("you are not allowed to do this")
+    return user
+
+
+def set_role(session: Session, actor: User, username: str, role: str) -> User:
+    require_role(actor, "admin")
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    old, user.role = user.role, role
+    audit(session, actor, "user.role", f"user:{user.id}", old=old, new=role)
+    return user
+
+
+def admin_exists(session: Session) -> bool:
+    count = session.scalar(select(func.count()).select_from(User).where(User.role == "admin"))
+    return bool(count)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def start_session(session: Session, user: User) -> str:
+    """A new logged-in browser session for ``user``; returns the secret for its cookie.
+
+    Only the secret's SHA-256 is stored, so a copy of the database logs nobody in.
+    """
+    secret = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    session.add(
+        WebSession(
+            id=_digest(secret),
+            user_id=user.id,
+            created_at=now,
+            expires_at=now + timedelta(days=SESSION_DAYS),
+        )
+    )
+    return secret
+
+
+def session_user(session: Session, secret: str) -> User | None:
+    """The active user of an unexpired browser session, or None."""
+    row = session.get(WebSession, _digest(secret)) if secret else None
+    if row is None:
+        return None
+    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+    user = session.get(User, row.user_id)
+    if expires <= datetime.now(UTC) or user is None or not user.is_active:
+        return None
+    return user
+
+
+def end_session(session: Session, secret: str) -> None:
+    """Log a browser session out on the server: its cookie stops working at once."""
+    if secret:
+        row = session.get(WebSession, _digest(secret))
+        if row is not None:
+            session.delete(row)
+
+
+def check_signup_rate(session: Session, address: str, per_day: int) -> None:
+    """Refuse another self sign-up from an address that made ``per_day`` in 24 hours.
+
+    Raises:
+        RateLimitedError: naming the limit.
+    """
+    if not per_day or not address:
+        return
+    since = datetime.now(UTC) - timedelta(days=1)
+    made = session.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.signup_address == address[:64], User.created_at >= since)
+    )
+    if (made or 0) >= per_day:
+        raise RateLimitedError(
+            f"{per_day} accounts were created from your network address in the last 24 hours, "
+            "the limit; try again tomorrow or ask an admin"
+        )
+
+
+def approve_user(session: Session, actor: User, username: str) -> User:
+    """Let a self-signed-up account submit (admins only)."""
+    require_role(actor, "admin")
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    user.approved = True
+    audit(session, actor, "user.approve", f"user:{user.id}", username=user.username)
+    return user
+
+
+def user_named(session: Session, username: str) -> User:
+    """The user with this username (any case).
+
+    Raises:
+        NotFoundError: when there is none.
+    """
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    if user is None:
+        raise NotFoundError(f"no user {username!r}")
+    return user

@@ -1,0 +1,371 @@
+"""Background work on submissions: scoring, judging, retrying, taking over abandoned jobs.
+
+Every step starts by *claiming* the submission with one atomic UPDATE that succeeds only if the
+submission is waiting for that step or its previous owner's lease has expired. So a job
+delivered twice (two workers, a re-enqueued job) runs once, and a job whose worker was killed
+is taken over after the lease. Results are written in one transaction that also checks the
+claim still holds (a fencing check), so a late, superseded worker cannot overwrite anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from medvidbench.benchmarks.medvidbench.matching import load_submission
+from medvidbench.core.config import judge_wanted
+from medvidbench.core.evaluation import Report, evaluate
+from medvidbench.core.profiles import DEFAULT_PROFILE, SCORER_VERSION
+from medvidbench.server.lifecycle import ON_BOARD, STEPS, Status
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import board_cache
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import Benchmark, Board, Entry, Evaluation, Submission
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
+    """Take the submission for ``step``; False if it is not waiting for it (or is owned)."""
+    waiting, running, _ = STEPS[step]
+    now = _now()
+    with transaction(runtime.sessions) as session:
+        result = session.execute(
+            update(Submission)
+            .where(
+                Submission.id == submission_id,
+                or_(
+                    Submission.status == waiting,
+                    and_(Submission.status == running, Submission.lease_until < now),
+                ),
+            )
+            .values(
+                status=running,
+                lease_owner=worker,
+                lease_until=now + timedelta(seconds=runtime.settings.job_lease_seconds),
+                attempts=Submission.attempts + 1,
+                step_attempts=Submission.step_attempts + 1,
+            )
+        )
+        claimed = bool(result.rowcount)  # type: ignore[attr-defined]
+        if claimed:
+            board_cache.bump_for_submission(session, submission_id)  # its status shows
+        return claimed
+
+
+@contextmanager
+def lease_kept(runtime: Runtime, submission_id: int, worker: str) -> Iterator[None]:
+    """Renew the lease in the background while a long step runs."""
+    stop = threading.Event()
+    period = max(1.0, runtime.settings.job_lease_seconds / 3)
+
+    def renew() -> None:
+        while not stop.wait(period):
+            with transaction(runtime.sessions) as session:
+                session.execute(
+                    update(Submission)
+                    .where(Submission.id == submission_id, Submission.lease_owner == worker)
+                    .values(
+                        lease_until=_now() + timedelta(seconds=runtime.settings.job_lease_seconds)
+                    )
+                )
+
+    thread = threading.Thread(target=renew, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _report(
+    runtime: Runtime, submission_id: int, judge: Any = None, profile: str = DEFAULT_PROFILE
+) -> Report:
+    with runtime.sessions() as session:
+        sub = session.get(Submission, submission_id)
+        bench = session.get(Benchmark, sub.benchmark_id) if sub else None
+        assert sub is not None and bench is not None
+    gt = runtime.ground_truth(bench.gt_sha256)
+    matched = load_submission(runtime.read(runtime.submission_path(submission_id)), gt)
+    return evaluate(matched, gt, profile=profile, judge=judge)
+
+
+def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report: Report) -> bool:
+    """Write an evaluation and finish the step, if this worker still holds the claim."""
+    _, running, done = STEPS[step]
+    judge_id = (report.judge or {}).get("config_id", "")
+    with transaction(runtime.sessions) as session:
+        sub = session.scalar(
+            select(Submission)
+            .where(
+                Submission.id == submission_id,
+                Submission.status == running,
+                Submission.lease_owner == worker,
+            )
+            .with_for_update()
+        )
+        if sub is None:
+            return False  # superseded: another worker took over after our lease expired
+        exists = session.scalar(
+            select(Evaluation.id).where(
+                Evaluation.submission_id == sub.id,
+                Evaluation.profile == report.profile,
+                Evaluation.scorer_version == report.scorer_version,
+                Evaluation.judge_id == judge_id,
+            )
+        )
+        if exists is None:
+            session.add(
+                Evaluation(
+                    submission_id=sub.id,
+                    profile=report.profile,
+                    scorer_version=report.scorer_version,
+                    judge_id=judge_id,
+                    metrics=report.metrics,
+                    per_dataset=report.per_dataset,
+                    per_task=report.per_task,
+                    judge=report.judge,
+                )
+            )
+        if step == "score":
+            _ensure_entry(session, sub)
+            sub.scored_at = _now()
+        sub.status, sub.lease_owner, sub.lease_until, sub.error = done, None, None, None
+        sub.step_attempts = 0  # the next step starts with its own attempts
+        if step == "judge":
+            sub.finished_at = _now()
+        board_cache.bump(session, sub.benchmark_id)
+    return True
+
+
+def _ensure_entry(session: Any, sub: Submission) -> None:
+    board = session.scalar(
+        select(Board).where(Board.benchmark_id == sub.benchmark_id, Board.kind == "community")
+    )
+    if board is None or session.scalar(
+        select(Entry.id).where(Entry.board_id == board.id, Entry.submission_id == sub.id)
+    ):
+        return
+    team = sub.team.name if sub.team else sub.organisation
+    session.add(
+        Entry(
+            board_id=board.id,
+            submission_id=sub.id,
+            model_name=sub.model_name,
+            model_key=sub.model_key,
+            team_name=team,
+            model_url=sub.model_url,
+        )
+    )
+
+
+def run_step(
+    runtime: Runtime, submission_id: int, step: str, worker: str, judge: Any = None
+) -> str:
+    """Claim, compute, store. Returns what happened: done, skipped, superseded, retry, failed."""
+    if not claim(runtime, submission_id, step, worker):
+        return "skipped"
+    try:
+        with lease_kept(runtime, submission_id, worker):
+            report = _report(runtime, submission_id, judge=judge)
+        return "done" if _store(runtime, submission_id, step, worker, report) else "superseded"
+    except IntegrityError:
+        return "superseded"
+    except Exception as exc:  # our fault: retried, then shown with the reason
+        return _fail(runtime, submission_id, step, worker, exc)
+
+
+def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exception) -> str:
+    waiting, running, _ = STEPS[step]
+    reason = f"{type(exc).__name__}: {exc}"[:2000]
+    with transaction(runtime.sessions) as session:
+        sub = session.scalar(
+            select(Submission).where(
+                Submission.id == submission_id,
+                Submission.lease_owner == worker,
+                Submission.status == running,
+            )
+        )
+        if sub is None:
+            return "superseded"
+        final = sub.step_attempts >= runtime.settings.job_max_attempts
+        sub.status = Status.FAILED if final else waiting
+        sub.error, sub.lease_owner, sub.lease_until = reason, None, None
+        board_cache.bump(session, sub.benchmark_id)
+        return "failed" if final else "retry"
+
+
+def step_attempts(runtime: Runtime, submission_id: int) -> int:
+    """How many times the submission's current step has been claimed."""
+    with runtime.sessions() as session:
+        value = session.scalar(
+            select(Submission.step_attempts).where(Submission.id == submission_id)
+        )
+    return int(value or 0)
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: 5, 15, 45, 135, then 300 at most."""
+    return float(min(300, 5 * 3 ** max(0, attempt - 1)))
+
+
+def stale(runtime: Runtime) -> list[tuple[int, str]]:
+    """Submissions needing a job: queued for a while, or running with an expired lease."""
+    now = _now()
+    queued_grace = runtime.settings.job_requeue_seconds
+    conditions = [
+        and_(
+            Submission.status == Status.QUEUED,
+            Submission.created_at < now - timedelta(seconds=queued_grace),
+        ),
+        and_(Submission.status.in_((Status.SCORING, Status.JUDGING)), Submission.lease_until < now),
+    ]
+    if judge_wanted(runtime.settings):
+        conditions.append(
+            and_(
+                Submission.status == Status.SCORED,
+                Submission.scored_at < now - timedelta(seconds=queued_grace),
+            )
+        )
+    with runtime.sessions() as session:
+        query = select(Submission.id, Submission.status).where(or_(*conditions))
+        rows = session.execute(query).all()
+    return [
+        (sid, "score" if status in (Status.QUEUED, Status.SCORING) else "judge")
+        for sid, status in rows
+    ]
+
+
+def current_evaluations(
+    session: Any, submission_ids: list[int], profile: str = DEFAULT_PROFILE
+) -> dict[int, Any]:
+    """For many submissions at once: the evaluation a board shows for each (current scorer,
+    judged if available, newest), as rows of the columns a board needs."""
+    best: dict[int, Any] = {}
+    for start in range(0, len(submission_ids), 500):
+        rows = session.execute(
+            select(
+                Evaluation.submission_id,
+                Evaluation.id,
+                Evaluation.judge_id,
+                Evaluation.metrics,
+                Evaluation.judge,
+                Evaluation.profile,
+                Evaluation.scorer_version,
+            ).where(
+                Evaluation.submission_id.in_(submission_ids[start : start + 500]),
+                Evaluation.profile == profile,
+                Evaluation.scorer_version == SCORER_VERSION,
+            )
+        )
+        for ev in rows:
+            held = best.get(ev.submission_id)
+            if held is None or (bool(ev.judge_id), ev.id) > (bool(held.judge_id), held.id):
+                best[ev.submission_id] = ev
+    return best
+
+
+def current_evaluation(
+    session: Any, submission_id: int, profile: str = DEFAULT_PROFILE
+) -> Evaluation | None:
+    """The full evaluation a detail page shows (current scorer, judged if available)."""
+    found: Evaluation | None = session.scalar(
+        select(Evaluation)
+        .where(
+            Evaluation.submission_id == submission_id,
+            Evaluation.profile == profile,
+            Evaluation.scorer_version == SCORER_VERSION,
+        )
+        .order_by((Evaluation.judge_id != "").desc(), Evaluation.id.desc())
+        .limit(1)
+    )
+    return found
+
+
+def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
+    """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
+    report = _report(runtime, submission_id, profile=profile)
+    try:
+        with transaction(runtime.sessions) as session:
+            if session.scalar(
+                select(Evaluation.id).where(
+                    Evaluation.submission_id == submission_id,
+                    Evaluation.profile == profile,
+                    Evaluation.scorer_version == report.scorer_version,
+                    Evaluation.judge_id == "",
+                )
+            ):
+                return False
+            session.add(
+                Evaluation(
+                    submission_id=submission_id,
+                    profile=report.profile,
+                    scorer_version=report.scorer_version,
+                    judge_id="",
+                    metrics=report.metrics,
+                    per_dataset=report.per_dataset,
+                    per_task=report.per_task,
+                    judge=None,
+                )
+            )
+            board_cache.bump_for_submission(session, submission_id)
+    except IntegrityError:
+        return False  # another worker stored the same evaluation first
+    return True
+
+
+def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
+    """Put a scored or completed submission back in line for judging (cached pairs are free).
+
+    Returns whether it was put back (False when it is not at a judgeable stage).
+    """
+    with transaction(runtime.sessions) as session:
+        result = session.execute(
+            update(Submission)
+            .where(
+                Submission.id == submission_id,
+                Submission.status.in_((Status.SCORED, Status.COMPLETE)),
+            )
+            .values(status=Status.SCORED, step_attempts=0)
+        )
+        put_back = bool(result.rowcount)  # type: ignore[attr-defined]
+        if put_back:
+            board_cache.bump_for_submission(session, submission_id)
+        return put_back
+
+
+def on_board(runtime: Runtime) -> list[int]:
+    """The ids of every scored submission (the ones a re-scoring covers)."""
+    with runtime.sessions() as session:
+        return list(session.scalars(select(Submission.id).where(Submission.status.in_(ON_BOARD))))
+
+
+def warm_up(runtime: Runtime) -> None:
+    """Load what the first submission and the first page would otherwise wait for: the
+    current test set, the scorers, the embedding model with its class labels, and both boards.
+    Meant for a background thread at startup; a failure only means no head start."""
+    import logging
+
+    try:
+        from medvidbench.benchmarks.medvidbench.tasks import load_builtin_scorers
+        from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
+        from medvidbench.server.services.leaderboards import KINDS, board_rows
+        from medvidbench.server.services.submissions import current_benchmark
+
+        bench = current_benchmark(runtime)
+        for kind in KINDS:
+            board_rows(runtime, kind, bench.id)
+        runtime.ground_truth(bench.gt_sha256)
+        load_builtin_scorers()
+        prepared_embedder()
+    except Exception:  # never fatal: everything loads again on first use
+        logging.getLogger("medvidbench").exception("warm-up failed")

@@ -1,0 +1,322 @@
+"""Submissions: accept a prediction file, check it at once, queue it; list, show, delete.
+
+Lifecycle: ``queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is
+invalid: nothing is stored but the reason) or ``failed`` (our fault, after retries; the reason is
+shown). Rejected and failed submissions do not count against quotas and free their model name.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.exc import IntegrityError
+
+from medvidbench.core.config import judge_wanted
+from medvidbench.core.errors import (
+    ConflictError,
+    InvalidSubmissionError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    UsageError,
+)
+from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, Status
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import board_cache
+from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services.teams import check_organisation
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import Benchmark, Board, Entry, Submission, Team, User
+
+MAX_NAME = 120
+MAX_SETTINGS = 20
+
+
+def model_key(name: str) -> str:
+    """Model names are unique per board regardless of case and spacing."""
+    return " ".join(name.split()).casefold()
+
+
+def clean_url(url: str | None) -> str | None:
+    """An http(s) URL as given, or None; anything else is refused."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 500:
+        raise UsageError("the model URL must be an http:// or https:// address")
+    return url.strip()
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name or len(name) > MAX_NAME or any(ord(c) < 32 for c in name):
+        raise UsageError(f"a model name has 1 to {MAX_NAME} printable characters")
+    return name
+
+
+def current_benchmark(runtime: Runtime) -> Benchmark:
+    with runtime.sessions() as session:
+        bench = session.scalar(
+            select(Benchmark).where(Benchmark.is_current).order_by(Benchmark.id.desc())
+        )
+    if bench is None:
+        raise NotFoundError("no benchmark is loaded; run 'medvidbench benchmarks load GT.json'")
+    return bench
+
+
+def _lock_quota_holders(session: Any, user: User) -> User:
+    """Lock the rows whose quota this submission spends: the user, then their team.
+
+    On PostgreSQL two members of one team submitting at once then count one after the other
+    (SELECT ... FOR UPDATE on the team row); SQLite runs one writing transaction at a time
+    anyway. The user's row is re-read under the lock: its team is the one charged.
+    """
+    row = session.get(User, user.id, with_for_update=True)
+    if row is None:
+        raise NotFoundError("your account no longer exists")
+    if row.team_id is not None:
+        session.get(Team, row.team_id, with_for_update=True)
+        session.refresh(row, with_for_update=True)  # the team may have changed meanwhile
+    return row  # type: ignore[no-any-return]
+
+
+def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
+    """A submission counts against its submitter and against their team: a member cannot get
+    fresh quota by leaving or founding a team, nor a team by recruiting accounts beyond it."""
+    now = datetime.now(UTC)
+    owner = Submission.user_id == user.id
+    if user.team_id is not None:
+        owner = or_(owner, Submission.team_id == user.team_id)
+    for limit, days, period in (
+        (runtime.settings.quota_per_day, 1, "day"),
+        (runtime.settings.quota_per_month, 30, "30 days"),
+    ):
+        if not limit:
+            continue
+        used = session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .where(
+                owner,
+                Submission.status.not_in(NOT_COUNTED),
+                Submission.created_at >= now - timedelta(days=days),
+            )
+        )
+        if used >= limit:
+            who = "your team has" if user.team_id is not None else "you have"
+            raise QuotaExceededError(
+                f"{who} used {limit} submissions per {period}, the limit; "
+                "rejected and failed submissions do not count"
+            )
+
+
+def submit(
+    runtime: Runtime,
+    user: User,
+    data: bytes | Path,
+    model_name: str,
+    *,
+    organisation: str = "",
+    model_url: str | None = None,
+    contact: str | None = None,
+    settings: dict[str, Any] | None = None,
+    filename: str = "",
+) -> Submission:
+    """Check a prediction file at once and queue it for scoring.
+
+    Raises:
+        InvalidSubmissionError: the file is invalid (every problem listed; a rejected record is
+            kept with the reason, the file is not).
+        ConflictError: the model name is taken, or the same file was submitted before.
+        QuotaExceededError: the team has no submissions left for the period.
+    """
+    require_role(user, "submitter", "maintainer")
+    if not user.approved:
+        raise PermissionDeniedError(
+            "your account waits for an administrator's approval; you can submit once approved"
+        )
+    name, url = _clean_name(model_name), clean_url(model_url)
+    info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
+    bench = current_benchmark(runtime)
+    gt = runtime.ground_truth(bench.gt_sha256)
+    size = len(data) if isinstance(data, bytes) else data.stat().st_size
+    if size > runtime.settings.max_submission_bytes:
+        raise UsageError(
+            f"the file is {size:,} bytes, over the limit of "
+            f"{runtime.settings.max_submission_bytes:,}"
+        )
+    report = runtime.upload_checker.check(
+        data, gt, runtime.benchmark_path(bench.gt_sha256), bench.gt_sha256, filename
+    )
+    base = {
+        "benchmark_id": bench.id,
+        "user_id": user.id,
+        "team_id": user.team_id,
+        "model_name": name,
+        "model_key": model_key(name),
+        "model_url": url,
+        "contact": (contact or "")[:200] or None,
+        "settings": info,
+        "organisation": " ".join(organisation.split())[:120],
+        "file_sha256": report.sha256,
+        "file_size": size,
+        "record_count": report.records,
+    }
+    if not report.ok:
+        with transaction(runtime.sessions) as session:
+            reason = "; ".join(p.message for p in report.errors.items[:5])
+            session.add(
+                Submission(**base, status=Status.REJECTED, error=reason[:4000], verdict="invalid")
+            )
+        raise InvalidSubmissionError(report.errors, filename)
+    # Compressed and written before the transaction, which then only renames it: the database
+    # (SQLite's single writer) is never held while a large file is written.
+    staged = runtime.stage(data)
+    try:
+        with transaction(runtime.sessions) as session:
+            holder = _lock_quota_holders(session, user)
+            _check_quota(session, runtime, holder)
+            _check_unique(session, bench.id, base)
+            check_organisation(session, holder, organisation)
+            base["team_id"] = holder.team_id  # the team charged is the one locked
+            sub = Submission(
+                **base,
+                status=Status.QUEUED,
+                verdict=report.verdict,
+                missing_tasks=report.missing_tasks,
+            )
+            session.add(sub)
+            session.flush()
+            staged.replace(runtime.submission_path(sub.id))
+            sub.stored = True
+    except IntegrityError:
+        raise ConflictError(
+            "the model name or file was taken by a submission made at the same "
+            "moment; try another name"
+        ) from None
+    finally:
+        staged.unlink(missing_ok=True)  # still there only when nothing was stored
+    from medvidbench.server.jobs import enqueue_score
+
+    enqueue_score(runtime, sub.id)
+    return sub
+
+
+def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any]) -> None:
+    active = Submission.status.not_in(NOT_COUNTED)
+    earlier = session.scalar(
+        select(Submission).where(
+            Submission.benchmark_id == benchmark_id,
+            Submission.file_sha256 == base["file_sha256"],
+            active,
+        )
+    )
+    if earlier is not None:
+        raise ConflictError(
+            f"this exact file was already submitted as submission {earlier.id} "
+            f"({earlier.model_name!r})"
+        )
+    taken = session.scalar(
+        select(Submission.id).where(
+            Submission.benchmark_id == benchmark_id,
+            Submission.model_key == base["model_key"],
+            active,
+        )
+    ) or session.scalar(
+        select(Entry.id)
+        .join(Board)
+        .where(Board.benchmark_id == benchmark_id, Entry.model_key == base["model_key"])
+    )
+    if taken is not None:
+        raise ConflictError(
+            f"the model name {base['model_name']!r} is already on the leaderboard; choose another"
+        )
+
+
+def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = None) -> Submission:
+    """A submission; everyone may see scored ones, only the owner and staff the others."""
+    with runtime.sessions() as session:
+        sub = session.get(Submission, submission_id)
+        if sub is None or sub.status == Status.DELETED:
+            raise NotFoundError(f"no submission {submission_id}")
+        staff = viewer is not None and viewer.role in ("admin", "maintainer")
+        if not staff and sub.status in PRIVATE and (viewer is None or viewer.id != sub.user_id):
+            raise NotFoundError(f"no submission {submission_id}")
+        return sub
+
+
+def list_submissions(
+    runtime: Runtime, user: User, everyone: bool = False, limit: int = 100
+) -> list[Submission]:
+    with runtime.sessions() as session:
+        query = select(Submission).where(Submission.status != Status.DELETED)
+        if not (everyone and user.role in ("admin", "maintainer")):
+            query = query.where(Submission.user_id == user.id)
+        return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
+
+
+def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None:
+    """Delete a submission, its entries and its stored file (admin, or the owner)."""
+    with transaction(runtime.sessions) as session:
+        sub = session.get(Submission, submission_id)
+        if sub is None or sub.status == Status.DELETED:
+            raise NotFoundError(f"no submission {submission_id}")
+        if actor.role != "admin" and actor.id != sub.user_id:
+            raise NotFoundError(f"no submission {submission_id}")
+        for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
+            session.delete(entry)
+        sub.status, sub.stored = Status.DELETED, False
+        board_cache.bump(session, sub.benchmark_id)
+        audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
+    runtime.submission_path(submission_id).unlink(missing_ok=True)
+
+
+def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -> dict[str, Any]:
+    """Everything a detail page or the API shows about a submission (never ground truth).
+
+    The submitter's own diagnostics (parse examples, errors) are shown to them and to staff.
+    """
+    from medvidbench.server.services.processing import current_evaluation
+
+    sub = get_submission(runtime, submission_id, viewer)
+    owner = viewer is not None and (
+        viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
+    )
+    with runtime.sessions() as session:
+        ev = current_evaluation(session, sub.id)
+        team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
+    reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
+    judge_on = judge_wanted(runtime.settings)
+    per_task = ev.per_task if ev else {}
+    if not owner:
+        per_task = {
+            t: {k: v for k, v in info.items() if k != "unparsed_examples"}
+            for t, info in per_task.items()
+        }
+    return {
+        "id": sub.id,
+        "model_name": sub.model_name,
+        "model_url": sub.model_url,
+        "team": team.name if team else sub.organisation,
+        "status": sub.status,
+        "final": sub.status in FINAL or (sub.status == Status.SCORED and not judge_on),
+        "judge_on": judge_on,
+        "timeline": [{"state": s.value, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
+        "created_at": sub.created_at.isoformat(),
+        "verdict": sub.verdict,
+        "missing_tasks": sub.missing_tasks,
+        "records": sub.record_count,
+        "error": sub.error if owner else None,
+        "settings": sub.settings,
+        "metrics": ev.metrics if ev else None,
+        "per_task": per_task,
+        "per_dataset": ev.per_dataset if ev else {},
+        "judge": ev.judge if ev else None,
+        "profile": ev.profile if ev else None,
+        "scorer_version": ev.scorer_version if ev else None,
+        "owner": owner,
+    }

@@ -1,0 +1,241 @@
+"""Database tables (SQLAlchemy 2). Tables only: queries live in the services.
+
+One schema serves SQLite (the embedded default) and PostgreSQL. JSON columns hold metric
+dictionaries and provenance; every status and role is a short string checked by the services.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+    true,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from medvidbench.server.lifecycle import ACTIVE_SQL, Status
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+# Submissions in these states hold their model name and file hash; the others do not count.
+ACTIVE = ACTIVE_SQL
+
+
+class Benchmark(Base):
+    """A version of a test set, identified by its ground-truth file's hash."""
+
+    __tablename__ = "benchmarks"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80))
+    gt_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    sample_count: Mapped[int]
+    task_counts: Mapped[dict[str, Any]]
+    is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_current: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Bumped by every change to this benchmark's boards (see board_cache.py).
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Team(Base):
+    """A team shares one quota; its owner (whoever created it) admits new members."""
+
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    owner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL", use_alter=True, name="fk_teams_owner")
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(40), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20), default="submitter")
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
+    # A request to join a team, waiting for its owner or an admin.
+    requested_team_id: Mapped[int | None] = mapped_column(
+        ForeignKey("teams.id", ondelete="SET NULL")
+    )
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # False while a new account waits for an admin (MEDVIDBENCH_SIGNUP_APPROVAL).
+    approved: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    signup_address: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    team: Mapped[Team | None] = relationship(foreign_keys=[team_id])
+    requested_team: Mapped[Team | None] = relationship(foreign_keys=[requested_team_id])
+
+
+class WebSession(Base):
+    """A logged-in browser: the cookie carries a random secret, stored here as its SHA-256.
+
+    Logging out deletes the row, so a copied cookie stops working at once.
+    """
+
+    __tablename__ = "web_sessions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiToken(Base):
+    """An API token, stored as the SHA-256 of a high-entropy secret shown once."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(80))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(12))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    user: Mapped[User] = relationship()
+
+
+class Submission(Base):
+    """One uploaded prediction file and its way through the lifecycle."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (
+        Index(
+            "uq_submission_active_file",
+            "benchmark_id",
+            "file_sha256",
+            unique=True,
+            sqlite_where=text(ACTIVE),
+            postgresql_where=text(ACTIVE),
+        ),
+        Index(
+            "uq_submission_active_name",
+            "benchmark_id",
+            "model_key",
+            unique=True,
+            sqlite_where=text(ACTIVE),
+            postgresql_where=text(ACTIVE),
+        ),
+        Index("ix_submission_status", "status"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
+    model_name: Mapped[str] = mapped_column(String(120))
+    model_key: Mapped[str] = mapped_column(String(120))  # case-folded, for uniqueness
+    organisation: Mapped[str] = mapped_column(String(120), default="")
+    model_url: Mapped[str | None] = mapped_column(String(500))
+    contact: Mapped[str | None] = mapped_column(String(200))
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)  # inference settings
+    file_sha256: Mapped[str] = mapped_column(String(64))
+    file_size: Mapped[int] = mapped_column(Integer, default=0)
+    stored: Mapped[bool] = mapped_column(Boolean, default=False)
+    record_count: Mapped[int] = mapped_column(Integer, default=0)
+    verdict: Mapped[str] = mapped_column(String(20), default="")
+    missing_tasks: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(20), default=Status.RECEIVED.value)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # every claim, all steps
+    step_attempts: Mapped[int] = mapped_column(
+        Integer, default=0, server_default=text("0")
+    )  # claims of the step now waiting or running; job_max_attempts applies to it
+    lease_owner: Mapped[str | None] = mapped_column(String(80))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    scored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    user: Mapped[User | None] = relationship()
+    team: Mapped[Team | None] = relationship()
+
+
+class Evaluation(Base):
+    """One scoring of a submission under one profile, scorer version and judge configuration."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (UniqueConstraint("submission_id", "profile", "scorer_version", "judge_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    profile: Mapped[str] = mapped_column(String(40))
+    scorer_version: Mapped[str] = mapped_column(String(20))
+    judge_id: Mapped[str] = mapped_column(String(40), default="")  # "" = not judged
+    metrics: Mapped[dict[str, Any]]
+    per_dataset: Mapped[dict[str, Any]]
+    per_task: Mapped[dict[str, Any]]
+    judge: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Board(Base):
+    __tablename__ = "boards"
+    __table_args__ = (UniqueConstraint("benchmark_id", "kind"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    kind: Mapped[str] = mapped_column(String(20))  # official | community
+
+
+class Entry(Base):
+    """A row of a board: a scored submission, or numbers reported elsewhere."""
+
+    __tablename__ = "entries"
+    __table_args__ = (
+        UniqueConstraint("board_id", "model_key"),
+        UniqueConstraint("board_id", "submission_id"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    board_id: Mapped[int] = mapped_column(ForeignKey("boards.id", ondelete="CASCADE"))
+    submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE")
+    )
+    model_name: Mapped[str] = mapped_column(String(120))
+    model_key: Mapped[str] = mapped_column(String(120))
+    team_name: Mapped[str] = mapped_column(String(120), default="")
+    model_url: Mapped[str | None] = mapped_column(String(500))
+    reported_metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    reported: Mapped[bool] = mapped_column(Boolean, default=False)
+    verified: Mapped[bool] = mapped_column(Boolean, default=False)
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    source: Mapped[str | None] = mapped_column(String(300))
+    verified_date: Mapped[str | None] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submission: Mapped[Submission | None] = relationship()
+
+
+class JudgeCacheRow(Base):
+    __tablename__ = "judge_cache"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditLog(Base):
+    """Append-only: who did what to what, and when."""
+
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    actor_name: Mapped[str] = mapped_column(String(40), default="")
+    action: Mapped[str] = mapped_column(String(40))
+    target: Mapped[str] = mapped_column(String(80), default="")
+    detail: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -1,0 +1,70 @@
+"""Validating an upload without stalling the server: large files are checked in a child process.
+
+Decoding and matching a large prediction file is CPU-bound Python. In a thread of the web
+process it still holds the interpreter lock for long stretches, and every other request waits
+behind it (measured: a 168 MB upload held the health check's p95 near 300 ms). A child process
+has its own interpreter, so the web process only waits for the answer. Small files, the usual
+case, are checked in the calling thread, where a process round trip would cost more than it
+saves. The child keeps each test set it has loaded, keyed by its file hash.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench.benchmarks.medvidbench.matching import ValidationReport, validate_submission
+
+_CHILD_TEST_SETS: dict[tuple[str, str], GroundTruth] = {}
+
+
+def _check_in_child(gt_path: str, sha256: str, data: str, name: str) -> ValidationReport:
+    """Runs in the child: the report of the file ``data`` against the stored test set."""
+    import gzip
+
+    key = (gt_path, sha256)
+    if key not in _CHILD_TEST_SETS:
+        with gzip.open(gt_path, "rb") as fh:
+            _CHILD_TEST_SETS.clear()  # one test set at a time: memory stays bounded
+            _CHILD_TEST_SETS[key] = load_ground_truth(fh.read())
+    return validate_submission(
+        Path(data), _CHILD_TEST_SETS[key], max_bytes=1 << 62, name=name
+    ).report
+
+
+class UploadChecker:
+    """Validates uploads; those of ``threshold`` bytes or more in one child process."""
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # spawn: a fresh interpreter, nothing inherited from a threaded server process
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+            return self._pool
+
+    def check(
+        self, data: bytes | Path, gt: GroundTruth, gt_path: Path, sha256: str, name: str
+    ) -> ValidationReport:
+        """The validation report of an upload (its bytes, or the file holding them) against
+        the test set ``gt`` (stored at ``gt_path``): the same report wherever it is computed.
+
+        Only a file is sent to the child (by its path: the bytes never cross the pipe)."""
+        if isinstance(data, bytes) or data.stat().st_size < self.threshold:
+            source = data if isinstance(data, bytes) else data.read_bytes()
+            return validate_submission(source, gt, name=name).report
+        future = self._executor().submit(_check_in_child, str(gt_path), sha256, str(data), name)
+        return future.result()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None

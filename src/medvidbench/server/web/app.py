@@ -1,0 +1,176 @@
+"""The FastAPI application factory: ``create_app(runtime)``, callable many times."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.middleware.sessions import SessionMiddleware
+
+from medvidbench import __version__
+from medvidbench.core.errors import MedVidBenchError, NotFoundError
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import SESSION_DAYS
+from medvidbench.server.web.limits import BodyLimit, FailureLimiter
+from medvidbench.server.web.middleware import UPLOAD_PATHS, SecurityHeaders, UploadGate
+from medvidbench.server.web.render import templates
+
+STATIC = Path(__file__).parent / "static"
+# Swagger UI's own files, by name (nothing else is served): version 5, which reads OpenAPI 3.1,
+# as bundled by the fastapi-offline package; we use its files, not its code.
+SWAGGER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
+# The interactive API page: Swagger UI from this server, started by a script file of ours (the
+# CSP allows no inline script, and a self-hosted server may not reach any CDN).
+API_DOCS = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>MedVidBench API</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
+<link rel="stylesheet" href="/static/vendor/swagger/swagger-ui.css">
+</head><body><div id="swagger-ui"></div>
+<script src="/static/vendor/swagger/swagger-ui-bundle.js"></script>
+<script src="/static/api-docs.js"></script>
+</body></html>
+"""
+
+
+def secret_key(runtime: Runtime) -> str:
+    """The configured key, or one generated once into the data folder (owner-only)."""
+    if runtime.settings.secret_key is not None:
+        return runtime.settings.secret_key.get_secret_value()
+    path = runtime.data_dir / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    """A complete app (pages, API, static files) over one runtime."""
+    from medvidbench.server.web import api, pages
+
+    app = FastAPI(
+        title="MedVidBench leaderboard API",
+        version=__version__,
+        docs_url=None,  # served below from local files: FastAPI's page loads a CDN
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.runtime = runtime
+    app.state.login_failures = FailureLimiter(limit=10, window=300.0)
+    # Each add_middleware wraps the ones added before it, so from the outside in: headers on
+    # every answer (413s included), the body limit, the session cookie, and the check that an
+    # upload's sender is logged in before its body is read.
+    app.add_middleware(UploadGate, runtime=runtime)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(runtime),
+        same_site="lax",
+        session_cookie="mvb_session",
+        max_age=SESSION_DAYS * 24 * 3600,
+        https_only=False,  # SecurityHeaders marks the cookie Secure on every HTTPS request
+    )
+    app.add_middleware(
+        BodyLimit,
+        limit=lambda: runtime.settings.max_submission_bytes,
+        upload_paths=UPLOAD_PATHS,
+    )
+    app.add_middleware(SecurityHeaders)
+
+    @app.exception_handler(MedVidBenchError)
+    async def on_error(request: Request, exc: MedVidBenchError) -> Response:
+        return _error(request, exc.http_status, exc.message, exc.to_dict())
+
+    @app.exception_handler(HTTPException)
+    async def on_http(request: Request, exc: HTTPException) -> Response:
+        ours = _our_cause(exc)  # e.g. a 413 raised mid-way through a body being parsed
+        if ours is not None:
+            return await on_error(request, ours)
+        message = str(exc.detail) if exc.detail else "error"
+        return _error(request, exc.status_code, message, {"error": "HTTPError", "message": message})
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
+        problems = [
+            {"where": ".".join(map(str, e.get("loc", ()))), "message": e.get("msg")}
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{p['where']}: {p['message']}" for p in problems)
+        return _error(
+            request,
+            422,
+            message,
+            {"error": "RequestValidationError", "message": message, "problems": problems},
+        )
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        import plotly
+
+        bundle = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+        return FileResponse(
+            bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+        )
+
+    @app.get("/api/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return HTMLResponse(API_DOCS)
+
+    @app.get("/static/vendor/swagger/{name}", include_in_schema=False)
+    def swagger_file(name: str) -> FileResponse:
+        if name not in SWAGGER_FILES:
+            raise NotFoundError(f"no file {name!r}")
+        import fastapi_offline
+
+        return FileResponse(
+            Path(fastapi_offline.__file__).parent / "static" / name,
+            media_type=SWAGGER_FILES[name],
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico whatever the page says; answering it keeps consoles clean.
+        return FileResponse(
+            STATIC / "favicon.svg",
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    app.include_router(api.router, prefix="/api/v1")
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _our_cause(exc: BaseException) -> MedVidBenchError | None:
+    """Our own error behind a framework error that wrapped it (a few links deep at most)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, MedVidBenchError):
+            return seen
+    return None
+
+
+def _error(request: Request, status: int, message: str, body: dict[str, Any]) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse(body, status_code=status)
+    page = (
+        templates()
+        .get_template("error.html")
+        .render(
+            request=request,
+            status=status,
+            message=message,
+            problems=body.get("problems", []),
+            user=None,
+            demo=False,
+            csrf="",
+        )
+    )
+    return HTMLResponse(page, status_code=status)

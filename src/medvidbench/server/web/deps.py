@@ -1,0 +1,121 @@
+"""Request-scoped dependencies: the runtime, the current user, CSRF checks."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import Path, Request
+
+from medvidbench.core.errors import AuthenticationError, PermissionDeniedError
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import (
+    end_session,
+    require_role,
+    session_user,
+    start_session,
+    user_for_token,
+)
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import User
+
+
+def runtime(request: Request) -> Runtime:
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def current_user(request: Request) -> User | None:
+    """The user of a bearer token, or of the session cookie; None for a visitor."""
+    rt = runtime(request)
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        with transaction(rt.sessions) as session:
+            return user_for_token(session, header[7:].strip())
+    secret = request.session.get("sid")
+    if not secret:
+        return None
+    with rt.sessions() as session:
+        user = session_user(session, str(secret))
+        if user is None:  # logged out elsewhere, expired, or the account was deactivated
+            request.session.clear()
+            return None
+        session.expunge(user)
+        return user
+
+
+def log_in(request: Request, user: User) -> None:
+    """Start a server-side session for ``user`` in a fresh cookie (no fixation)."""
+    rt = runtime(request)
+    with transaction(rt.sessions) as session:
+        secret = start_session(session, user)
+    request.session.clear()
+    request.session["sid"] = secret
+
+
+def log_out(request: Request) -> None:
+    """End the session on the server, then forget the cookie."""
+    rt = runtime(request)
+    with transaction(rt.sessions) as session:
+        end_session(session, str(request.session.get("sid", "")))
+    request.session.clear()
+
+
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def api_user(request: Request) -> User:
+    """The API's caller. A change (POST and the like) needs an API token: a browser's session
+    cookie would let any page the user visits act in their name (cross-site request forgery)."""
+    bearer = request.headers.get("authorization", "").lower().startswith("bearer ")
+    if request.method not in SAFE_METHODS and not bearer:
+        raise AuthenticationError(
+            "send an API token: Authorization: Bearer <token> (a browser session cannot make "
+            "changes through the API)"
+        )
+    user = current_user(request)
+    if user is None:
+        raise AuthenticationError("send an API token: Authorization: Bearer <token>")
+    return user
+
+
+def admin_user(request: Request) -> User:
+    return require_role(current_user(request), "admin")
+
+
+def csrf_token(request: Request) -> str:
+    token = request.session.get("csrf")
+    if not token:
+        token = request.session["csrf"] = secrets.token_urlsafe(24)
+    return str(token)
+
+
+def check_csrf(request: Request, form: Any) -> None:
+    """Forms carry the session's CSRF token; a cross-site post does not have it."""
+    sent = str(form.get("csrf", ""))
+    expected = str(request.session.get("csrf", ""))
+    # Defence in depth beside the token: a browser names the page's origin on a POST. Only
+    # host and port are compared (a page on another port of this host is another origin);
+    # the scheme is not, as a proxy may end TLS without saying so.
+    origin = request.headers.get("origin")
+    foreign = origin not in (None, "null") and urlsplit(origin).netloc != request.url.netloc
+    if foreign or not expected or not hmac.compare_digest(sent, expected):
+        raise PermissionDeniedError(
+            "the form expired or came from another site; reload the page and try again"
+        )
+
+
+MAX_ID = 2**63 - 1
+DbId = Annotated[int, Path(ge=1, le=MAX_ID, description="A database id.")]
+
+
+def form_id(value: str | None) -> int:
+    """An id from a form field, within what the database can hold."""
+    from medvidbench.core.errors import UsageError
+
+    text = (value or "").strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_ID:
+        raise UsageError(f"expected an id, got {text[:20]!r}")
+    return int(text)

@@ -1,0 +1,157 @@
+"""Request-size limits enforced on the byte stream, before anything is parsed or stored."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from medvidbench.core.errors import MedVidBenchError
+
+MULTIPART_OVERHEAD = 1 << 20  # form fields and part headers around the file
+
+
+class PayloadTooLargeError(MedVidBenchError):
+    """The request body is larger than the configured limit."""
+
+    http_status = 413
+    exit_code = 2
+
+
+SMALL_BODY = 64 * 1024  # every form but an upload: log in, sign up, tokens, admin actions
+
+
+class BodyLimit:
+    """ASGI middleware: refuse bodies over the limit as they stream in (413).
+
+    Uploads (``upload_paths``) may be as large as the configured limit; every other request
+    body at most :data:`SMALL_BODY`, so an anonymous visitor cannot make the server read and
+    spool a large body on ``/login`` or ``/signup``. A declared Content-Length over the limit is
+    refused before a byte is read; otherwise the bytes are counted as they arrive, and the
+    request fails the moment the count passes the limit, so an oversized upload is never
+    parsed or stored. Whatever the app was doing then, the answer is a 413, never a 500.
+    """
+
+    def __init__(
+        self, app: Any, limit: Callable[[], int], upload_paths: Collection[str] = ()
+    ) -> None:
+        self.app, self.limit, self.upload_paths = app, limit, frozenset(upload_paths)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        upload = scope.get("path", "") in self.upload_paths
+        limit = self.limit() + MULTIPART_OVERHEAD if upload else SMALL_BODY
+        shown = limit - MULTIPART_OVERHEAD if upload else limit
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _refuse(scope, send, shown)
+            return
+        seen, started, over = 0, False, False
+
+        async def counted() -> Any:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    over = True
+                    raise PayloadTooLargeError(_too_large(shown))
+            return message
+
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except BaseException as exc:
+            if not over or started or not _is_too_large(exc):
+                raise
+            await _refuse(scope, send, shown)
+
+
+def _is_too_large(exc: BaseException) -> bool:
+    """Whether ``exc`` is (or wraps, in a group or as a cause) our 413."""
+    if isinstance(exc, PayloadTooLargeError):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_too_large(e) for e in exc.exceptions)
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and _is_too_large(cause)
+
+
+def _too_large(limit: int) -> str:
+    return f"the upload is larger than the limit of {limit:,} bytes"
+
+
+async def _refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
+    message = _too_large(limit)
+    if scope.get("path", "").startswith("/api/"):
+        body = json.dumps({"error": "PayloadTooLargeError", "message": message}).encode()
+        kind = b"application/json"
+    else:
+        body = (
+            "<!doctype html><meta charset=utf-8><title>Too large</title>"
+            f"<h1>That did not work</h1><p>{html.escape(message)}</p>"
+            '<p><a href="/">Back to the leaderboard</a></p>'
+        ).encode()
+        kind = b"text/html; charset=utf-8"
+    await answer(send, 413, body, kind)
+
+
+async def answer(
+    send: Any,
+    status: int,
+    body: bytes = b"",
+    content_type: bytes | None = None,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Answer at the ASGI level, before the app or the request body is touched, and close the
+    connection (the client may still be sending a body nobody will read)."""
+    head = [(b"content-type", content_type)] if content_type else []
+    head += [*headers, (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+class FailureLimiter:
+    """Counts failures per key in a sliding window (login attempts per address and name).
+
+    In-process: with several web processes each keeps its own count, which still bounds a
+    guesser to (processes x limit) tries per window.
+    """
+
+    def __init__(self, limit: int = 10, window: float = 300.0) -> None:
+        import threading
+
+        self.limit, self.window = limit, window
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        kept = [t for t in self._failures.get(key, []) if now - t < self.window]
+        self._failures[key] = kept
+        return kept
+
+    def blocked(self, key: str) -> float:
+        """Seconds until another attempt is allowed (0 when allowed now)."""
+        import time
+
+        now = time.monotonic()
+        with self._lock:
+            recent = self._recent(key, now)
+            return max(0.0, self.window - (now - recent[0])) if len(recent) >= self.limit else 0.0
+
+    def fail(self, key: str) -> None:
+        import time
+
+        with self._lock:
+            self._recent(key, time.monotonic()).append(time.monotonic())
+
+    def reset(self, key: str) -> None:
+        with self._lock:
+            self._failures.pop(key, None)

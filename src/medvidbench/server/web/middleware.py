@@ -1,0 +1,117 @@
+"""Plain ASGI middleware: security headers, Secure cookies, and who may send an upload.
+
+Plain ASGI rather than Starlette's ``BaseHTTPMiddleware``: that one runs the app in a task
+group, so an error raised while a body streams in reaches the server wrapped in an
+``ExceptionGroup`` (a 500) instead of as itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from medvidbench.core.errors import AuthenticationError
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.accounts import session_user, user_for_token
+from medvidbench.server.store.db import transaction
+from medvidbench.server.web.limits import answer
+
+# No inline script anywhere. Inline *styles* are allowed: the plotly bundle (served from this
+# server) injects its own <style> elements, and styles cannot run code.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
+    "base-uri 'self'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+# Paths that take a prediction file, and how their sender must be authenticated: the API by a
+# token only (a browser's cookie cannot be used to submit in its owner's name from another
+# site), the page by its logged-in session (plus the form's CSRF token, checked by the page).
+UPLOAD_PATHS = {"/api/v1/submissions": "token", "/submit": "session"}
+
+
+class SecurityHeaders:
+    """Security headers on every response; cookies marked ``Secure`` on HTTPS requests.
+
+    Whether a request is HTTPS comes from the ASGI scope, which the server fills from
+    ``X-Forwarded-Proto`` when the request came through a trusted proxy (uvicorn's
+    ``--proxy-headers``, on by default for 127.0.0.1).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        secure = scope.get("scheme") == "https"
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers += [
+                    (k.lower().encode(), v.encode())
+                    for k, v in HEADERS.items()
+                    if k.lower().encode() not in present
+                ]
+                if secure:
+                    headers = [_secure_cookie(k, v) for k, v in headers]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _secure_cookie(name: bytes, value: bytes) -> tuple[bytes, bytes]:
+    if name.lower() == b"set-cookie" and b"secure" not in value.lower():
+        return name, value + b"; Secure"
+    return name, value
+
+
+class UploadGate:
+    """Refuse an upload from anyone not authenticated before a byte of its body is read.
+
+    Must sit inside the session middleware (it reads the decoded session).
+    """
+
+    def __init__(self, app: Any, runtime: Runtime) -> None:
+        self.app, self.runtime = app, runtime
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        how = UPLOAD_PATHS.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if how is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        if await run_in_threadpool(self._authenticated, scope, how):
+            await self.app(scope, receive, send)
+        elif how == "token":
+            body = {
+                "error": "AuthenticationError",
+                "message": "send an API token: Authorization: Bearer <token> "
+                "(create one on your account page)",
+            }
+            await answer(send, 401, json.dumps(body).encode(), b"application/json")
+        else:
+            await answer(send, 303, headers=[(b"location", b"/login?next=/submit")])
+
+    def _authenticated(self, scope: dict[str, Any], how: str) -> bool:
+        headers = dict(scope.get("headers", []))
+        try:
+            with transaction(self.runtime.sessions) as session:
+                if how == "token":
+                    auth = headers.get(b"authorization", b"").decode("latin-1")
+                    if not auth.lower().startswith("bearer "):
+                        return False
+                    user_for_token(session, auth[7:].strip())
+                    return True
+                secret = str(scope.get("session", {}).get("sid", ""))
+                return session_user(session, secret) is not None
+        except AuthenticationError:
+            return False

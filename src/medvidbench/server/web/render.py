@@ -1,0 +1,66 @@
+"""Jinja rendering: one environment with autoescape on, and the filters pages share."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from medvidbench import __version__
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def metric(value: Any, scale: str = "0-1") -> str:
+    """A metric as the leaderboard shows it: 3 decimals, or an em dash when missing."""
+    return "—" if value is None else f"{float(value):.3f}"
+
+
+@cache
+def templates() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["metric"] = metric
+    env.globals["version"] = __version__
+    return env
+
+
+def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Render a page with what every page needs: the user, the CSRF token, the demo flag."""
+    from medvidbench.server.web.deps import csrf_token, current_user
+
+    rt = request.app.state.runtime
+    user = context.pop("user", None) or current_user(request)
+    demo = context.pop("demo", None)
+    if demo is None:
+        from medvidbench.server.services.submissions import current_benchmark
+
+        demo = current_benchmark(rt).is_demo
+    html = (
+        templates()
+        .get_template(name)
+        .render(
+            request=request,
+            user=user,
+            csrf=csrf_token(request),
+            demo=demo,
+            signup=rt.settings.signup_enabled,
+            **context,
+        )
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def compile_templates() -> None:
+    """Compile every template now (a server's warm-up), not on its first page view."""
+    env = templates()
+    for name in env.list_templates(extensions=["html"]):
+        env.get_template(name)

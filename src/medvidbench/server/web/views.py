@@ -1,0 +1,90 @@
+"""View models: what a page shows, computed from service results (no HTML here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
+from medvidbench.core.config import judge_wanted
+from medvidbench.core.profiles import METRICS, Metric
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.leaderboards import KINDS, BoardRow, board_rows
+from medvidbench.server.services.submissions import current_benchmark
+
+PER_PAGE = 100  # keeps every page's HTML far under 300 KB on boards of thousands
+
+
+@dataclass(slots=True)
+class Column:
+    key: str
+    title: str
+    best: float | None
+    second: float | None
+    judged: bool
+
+
+def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float | None]:
+    values = sorted(
+        {round(v, 3) for r in rows if (v := r.metrics.get(metric.key)) is not None},
+        reverse=metric.higher_is_better,
+    )
+    return (values[0] if values else None, values[1] if len(values) > 1 else None)
+
+
+def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[str, Any]:
+    """Rows (ranked, then filtered and sorted as asked), columns with highlights, filters."""
+    if kind not in KINDS:
+        from medvidbench.core.errors import NotFoundError
+
+        raise NotFoundError(f"no board {kind!r}")
+    rows = board_rows(runtime, kind)
+    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in METRICS]
+    q = params.get("q", "").strip().casefold()
+    team = params.get("team", "")
+    shown = [
+        r
+        for r in rows
+        if (not q or q in r.model_name.casefold() or q in r.team.casefold())
+        and (not team or r.team == team)
+        and (params.get("verified") != "1" or "verified" in r.badges)
+        and (params.get("complete") != "1" or r.metrics_present == len(METRICS))
+    ]
+    sort = params.get("sort", "")
+    if sort in {m.key for m in METRICS}:
+        descending = params.get("order", "desc") != "asc"
+        present = [r for r in shown if r.metrics.get(sort) is not None]
+        absent = [r for r in shown if r.metrics.get(sort) is None]
+        present.sort(key=lambda r: float(r.metrics[sort] or 0.0), reverse=descending)
+        shown = present + absent  # missing values last either way
+    pages = max(1, -(-len(shown) // PER_PAGE))
+    try:
+        current = min(max(1, int(params.get("page", "1"))), pages)
+    except ValueError:
+        current = 1
+    visible = shown[(current - 1) * PER_PAGE : current * PER_PAGE]
+    groups: list[tuple[str, int]] = []
+    for m in METRICS:
+        label = TASKS[m.task].label
+        if groups and groups[-1][0] == label:
+            groups[-1] = (label, groups[-1][1] + 1)
+        else:
+            groups.append((label, 1))
+    bench = current_benchmark(runtime)
+    return {
+        "kind": kind,
+        "rows": visible,
+        "matched": len(shown),
+        "page": current,
+        "pages": pages,
+        "total": len(rows),
+        "columns": columns,
+        "groups": groups,
+        "teams": sorted({r.team for r in rows if r.team}),
+        "params": params,
+        "sort": sort,
+        "order": params.get("order", "desc"),
+        "bench": bench,
+        "demo": bench.is_demo,
+        "judge_on": judge_wanted(runtime.settings),
+    }
