@@ -34,7 +34,7 @@ def child(gt_path: str, pred_path: str, profile: str) -> None:
     from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
     from medvidbench.benchmarks.medvidbench.matching import load_submission
     from medvidbench.core.embeddings import default_embedder
-    from medvidbench.core.evaluation import evaluate
+    from medvidbench.library import evaluate
 
     default_embedder()
     t0 = time.perf_counter()
@@ -65,8 +65,8 @@ def small(repeat: int, profile: str) -> None:
     from medvidbench.benchmarks.medvidbench.synth import write_synthetic
     from medvidbench.benchmarks.medvidbench.tasks.nap import known_labels, prepared_embedder
     from medvidbench.core.embeddings import Embedder
-    from medvidbench.core.evaluation import evaluate
     from medvidbench.core.scoring import Context
+    from medvidbench.library import evaluate
 
     labels = known_labels()
     with tempfile.TemporaryDirectory() as cache:

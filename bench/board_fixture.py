@@ -13,7 +13,7 @@ def populate_board(
     (as scoring would leave them); about 10 % of metrics are missing."""
     from sqlalchemy import select
 
-    from medvidbench.core.profiles import METRIC_KEYS, SCORER_VERSION
+    from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS, SCORER_VERSION
     from medvidbench.server.store.db import transaction
     from medvidbench.server.store.models import Board, Entry, Evaluation, Submission
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
+from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS
 from medvidbench.cli.main import app
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
-from medvidbench.core.evaluation import evaluate
-from medvidbench.core.profiles import METRIC_KEYS
+from medvidbench.library import evaluate
 
 RULE_BASED = [k for k in METRIC_KEYS if not k.endswith("_llm")]
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from medvidbench.core.profiles import Metric
+from medvidbench.core.benchmark import Metric
 from medvidbench.core.ranking import metric_ranks, rank_rows
 
 M1, M2 = Metric("m1", "M1", "t", "m1"), Metric("m2", "M2", "t", "m2")
@@ -67,7 +67,7 @@ def test_ranks_are_one_to_n_without_gaps(values: list[list[float | None]]) -> No
 
 def test_direction_scale_and_ranking_role_come_from_the_metric_table() -> None:
     """A lower-is-better error, a percentage and a shown-only column rank as declared."""
-    from medvidbench.core.profiles import Metric
+    from medvidbench.core.benchmark import Metric
 
     table = (
         Metric("err", "Err", "t", "error rate", higher_is_better=False),

@@ -1,6 +1,7 @@
 """MedVidBench: an evaluator and self-hostable leaderboard for medical video-language models.
 
-``medvidbench.evaluate(predictions, ground_truth, profile=...)`` is the library entry point.
+``medvidbench.evaluate(predictions, ground_truth, profile=..., benchmark=...)`` is the library
+entry point (default benchmark: the only installed one, or ``MEDVIDBENCH_BENCHMARK``).
 It is imported on first use, so that ``import medvidbench`` stays cheap for every command that
 does not score anything.
 """
@@ -13,12 +14,17 @@ __version__ = "0.1.0"
 __all__ = ["Report", "__version__", "evaluate"]
 
 if TYPE_CHECKING:
-    from medvidbench.core.evaluation import Report, evaluate
+    from medvidbench.core.evaluation import Report
+    from medvidbench.library import evaluate
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("evaluate", "Report"):
-        from medvidbench.core import evaluation
+    if name == "evaluate":
+        from medvidbench.library import evaluate
 
-        return getattr(evaluation, name)
+        return evaluate
+    if name == "Report":
+        from medvidbench.core.evaluation import Report
+
+        return Report
     raise AttributeError(f"module 'medvidbench' has no attribute {name!r}")

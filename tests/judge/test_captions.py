@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
-from medvidbench.core.evaluation import evaluate
 from medvidbench.core.judge.cache import MemoryJudgeCache, SQLiteJudgeCache
 from medvidbench.core.judge.client import Judge, JudgeConfig
 from medvidbench.core.judge.fake_server import FakeJudgeServer
+from medvidbench.library import evaluate
 from tests.conftest import gt_record
 
 PRED = re.compile(r"PREDICTION:\n(.*?)\n\n", re.DOTALL)

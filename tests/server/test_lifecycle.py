@@ -15,7 +15,7 @@ from medvidbench.core.errors import (
     QuotaExceededError,
     UsageError,
 )
-from medvidbench.core.evaluation import evaluate
+from medvidbench.library import evaluate
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.leaderboards import (
     add_reported,

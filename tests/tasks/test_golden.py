@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from medvidbench.benchmarks.medvidbench import BENCHMARK
 from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
-from medvidbench.benchmarks.medvidbench.tasks import load_builtin_scorers, task_for_qa_type
-from medvidbench.core.profiles import get_profile
+from medvidbench.benchmarks.medvidbench.tasks import rule_based_scorers, task_for_qa_type
 from medvidbench.core.scoring import Context, TaskResult
 from tests.conftest import gt_record
 
@@ -40,9 +40,9 @@ def record(spec: dict[str, Any], case: dict[str, Any], n: int) -> dict[str, Any]
 def run(task: str, cases: list[dict[str, Any]], profile: str) -> TaskResult:
     spec = GOLDEN[task]
     gt = load_ground_truth(json.dumps([record(spec, c, n) for n, c in enumerate(cases)]).encode())
-    scorer = load_builtin_scorers()[task_for_qa_type(spec["qa_type"]) or ""]
+    scorer = rule_based_scorers()[task_for_qa_type(spec["qa_type"]) or ""]
     return scorer.evaluate(
-        gt.samples, [c["prediction"] for c in cases], get_profile(profile), Context()
+        gt.samples, [c["prediction"] for c in cases], BENCHMARK.profile(profile), Context()
     )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from medvidbench.core.evaluation import evaluate
-from medvidbench.core.profiles import METRIC_KEYS
+from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS
+from medvidbench.library import evaluate
 from medvidbench.server.runtime import Runtime
 from tests.web.conftest import login, token_for
 

@@ -205,7 +205,7 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
 def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_table(
     client: TestClient,
 ) -> None:
-    from medvidbench.core.profiles import METRICS
+    from medvidbench.benchmarks.medvidbench.metrics import METRICS
 
     board = client.get("/board/official").text
     assert f"all {len(METRICS)} metrics" in board

@@ -1,0 +1,140 @@
+"""The hosted benchmarks: every :class:`~medvidbench.core.benchmark.Benchmark` published
+through the ``medvidbench.benchmarks`` entry-point group, MedVidBench included.
+
+A package adds a benchmark by declaring, in its ``pyproject.toml``::
+
+    [project.entry-points."medvidbench.benchmarks"]
+    myslug = "mypackage.benchmark:BENCHMARK"
+
+Discovery reads every installed distribution's metadata, which costs more than a cold
+evaluation's whole import time, so the result (slug -> ``module:attribute``) is cached under
+the cache directory, keyed by every ``sys.path`` entry and its modification time: installing,
+upgrading or removing a distribution changes its directory and so invalidates the cache.
+``MEDVIDBENCH_PLUGIN_CACHE=0`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from medvidbench.core.errors import UsageError
+from medvidbench.core.paths import cache_dir
+
+if TYPE_CHECKING:
+    from medvidbench.core.benchmark import Benchmark
+
+GROUP = "medvidbench.benchmarks"
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
+_found: dict[str, str] | None = None
+_loaded: dict[str, Benchmark] = {}
+
+
+def _fingerprint() -> list[list[object]]:
+    out: list[list[object]] = []
+    for entry in sys.path:
+        try:
+            out.append([entry, os.stat(entry or ".").st_mtime_ns])
+        except OSError:
+            out.append([entry, None])
+    return out
+
+
+def _scan() -> dict[str, str]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, str] = {}
+    for ep in entry_points(group=GROUP):
+        found.setdefault(ep.name, ep.value)  # the first on sys.path wins, as imports do
+    return found
+
+
+def _index_path() -> Path:
+    return cache_dir().parent / "benchmarks.json"
+
+
+def discovered() -> dict[str, str]:
+    """Every published benchmark's slug and ``module:attribute``, sorted by slug."""
+    global _found
+    if _found is not None:
+        return _found
+    use_cache = os.environ.get("MEDVIDBENCH_PLUGIN_CACHE", "1") != "0"
+    key = _fingerprint()
+    path = _index_path()
+    if use_cache:
+        try:
+            cached = json.loads(path.read_text())
+            if cached.get("key") == key:
+                _found = dict(cached["benchmarks"])
+                return _found
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    _found = dict(sorted(_scan().items()))
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"key": key, "benchmarks": _found}))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home: discovery just runs again next time
+    return _found
+
+
+def forget() -> None:
+    """Drop what this process discovered and loaded (after installing a plug-in at run time)."""
+    global _found
+    _found = None
+    _loaded.clear()
+
+
+def slugs() -> list[str]:
+    return list(discovered())
+
+
+def default_slug() -> str:
+    """``MEDVIDBENCH_BENCHMARK`` when set, else the only benchmark, else ``medvidbench``."""
+    configured = os.environ.get("MEDVIDBENCH_BENCHMARK", "").strip()
+    if configured:
+        return configured
+    found = discovered()
+    return next(iter(found)) if len(found) == 1 else "medvidbench"
+
+
+def get(slug: str | None = None) -> Benchmark:
+    """The benchmark published under ``slug`` (None: :func:`default_slug`).
+
+    Raises:
+        UsageError: for a slug no installed package publishes, listing the known ones.
+    """
+    from medvidbench.core.benchmark import Benchmark
+
+    slug = slug or default_slug()
+    if slug in _loaded:
+        return _loaded[slug]
+    target = discovered().get(slug)
+    if target is None:
+        known = ", ".join(discovered()) or "none"
+        raise UsageError(f"unknown benchmark {slug!r}; installed benchmarks: {known}")
+    module, _, attr = target.partition(":")
+    found = import_module(module)
+    for part in attr.split(".") if attr else ():
+        found = getattr(found, part)
+    if callable(found) and not isinstance(found, Benchmark):
+        found = found()
+    if not isinstance(found, Benchmark):
+        raise UsageError(f"entry point {slug!r} ({target}) is not a medvidbench Benchmark")
+    if found.slug != slug:
+        raise UsageError(f"entry point {slug!r} ({target}) defines benchmark {found.slug!r}")
+    _loaded[slug] = found
+    return found
+
+
+def all_benchmarks() -> list[Benchmark]:
+    """Every installed benchmark, loaded, in slug order."""
+    return [get(s) for s in discovered()]

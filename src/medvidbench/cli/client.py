@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from medvidbench.core.errors import MedVidBenchError, UsageError
-from medvidbench.core.profiles import METRICS
 from medvidbench.server import lifecycle
 from medvidbench.server.lifecycle import Status
 
@@ -100,7 +99,6 @@ def _print(body: dict[str, Any]) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     metrics = body.get("metrics") or {}
-    for m in METRICS:
-        value = metrics.get(m.key)
-        table.add_row(m.column, "pending" if value is None else f"{value:.3f}")
+    for key, value in metrics.items():  # the server's metric order
+        table.add_row(key, "pending" if value is None else f"{value:.3f}")
     Console().print(table)

@@ -66,17 +66,31 @@ def _root(
 @friendly
 def synth(
     out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder to write the files into.")],
-    samples: Annotated[int, typer.Option(min=11, help="Number of test samples.")] = 6245,
+    samples: Annotated[
+        int | None,
+        typer.Option(min=1, help="Number of test samples (default: the published test set's)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same files.")] = 0,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_BENCHMARK",
+            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
+        ),
+    ] = None,
 ) -> None:
-    """Write a synthetic MedVidBench test set and predictions of model archetypes.
+    """Write a synthetic test set and predictions of model archetypes.
 
-    Writes OUT_DIR/ground_truth.json and OUT_DIR/predictions_<archetype>.json for the
-    archetypes perfect, strong, weak, format-noisy, garbage, shuffled and partial.
+    Writes OUT_DIR/ground_truth.json and OUT_DIR/predictions_<archetype>.json, one per
+    archetype of the benchmark (MedVidBench: perfect, strong, weak, format-noisy, garbage,
+    shuffled and partial).
     """
-    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+    from medvidbench import benchmarks
 
-    written = write_synthetic(out_dir, samples, seed)
+    bench = benchmarks.get(benchmark)
+    if bench.synthesise is None:
+        raise UsageError(f"benchmark {bench.slug!r} has no synthetic generator")
+    written = bench.synthesise(out_dir, samples, seed)
     for name, path in written.items():
         print(f"{name:>13}  {path}")
 
@@ -90,17 +104,24 @@ def validate(
     require_complete: Annotated[
         bool, typer.Option(help="Exit non-zero for a partial submission too.")
     ] = False,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_BENCHMARK",
+            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
+        ),
+    ] = None,
 ) -> None:
     """Check a prediction file the way the leaderboard server does, offline.
 
     Exit code 0: valid (or partial: some tasks left out, reported as missing); 2: invalid.
     """
-    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
-    from medvidbench.benchmarks.medvidbench.matching import validate_submission
+    from medvidbench import benchmarks
     from medvidbench.cli.terminal import print_validation
 
-    gt = load_ground_truth(ground_truth)
-    report = validate_submission(predictions, gt).report
+    bench = benchmarks.get(benchmark)
+    gt = bench.load_ground_truth(ground_truth)
+    report = bench.validate_submission(predictions, gt).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -115,8 +136,12 @@ def evaluate(
     predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
     ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
     profile: Annotated[
-        str, typer.Option(help="Metric profile: leaderboard-v1 (published numbers) or strict-v2.")
-    ] = "leaderboard-v1",
+        str | None,
+        typer.Option(
+            help="Metric profile (default: the benchmark's first; MedVidBench: leaderboard-v1, "
+            "the published numbers, or strict-v2)."
+        ),
+    ] = None,
     judge: Annotated[
         str,
         typer.Option(
@@ -148,23 +173,31 @@ def evaluate(
             help="Largest file read, in bytes (default 1 GiB).",
         ),
     ] = None,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_BENCHMARK",
+            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
+        ),
+    ] = None,
 ) -> None:
-    """Score a prediction file on MedVidBench, offline.
+    """Score a prediction file, offline.
 
     Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
-    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
-    from medvidbench.benchmarks.medvidbench.matching import validate_submission
+    from medvidbench import benchmarks
     from medvidbench.core.evaluation import evaluate as run
     from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
     if judge not in ("none", "openai"):
         raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    bench = benchmarks.get(benchmark)
+    rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
     limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge_model, judge_cache) if judge == "openai" else None
-    gt = load_ground_truth(ground_truth, limit)
-    matched = validate_submission(predictions, gt, limit)
+    gt = bench.load_ground_truth(ground_truth, limit)
+    matched = bench.validate_submission(predictions, gt, limit)
     if not matched.report.ok:
         from medvidbench.cli.terminal import print_validation
 
@@ -178,9 +211,10 @@ def evaluate(
         count_bar(err, "judging caption pairs", enabled=llm is not None) as judged,
     ):
         report = run(
+            bench,
             matched,
             gt,
-            profile=profile,
+            profile=rules.name,
             tasks=wanted,
             progress=advance,
             judge=llm,
@@ -193,7 +227,7 @@ def evaluate(
     if as_json:
         sys.stdout.write(body + "\n")
     else:
-        print_report(report, Console())
+        print_report(report, bench, Console())
         if out is not None:
             Console().print(f"report written to {escape(str(out))}", highlight=False)
 

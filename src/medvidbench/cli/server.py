@@ -144,12 +144,11 @@ def rescore(
     data_dir: DataDir = None,
 ) -> None:
     """Queue a re-scoring of every scored submission (old evaluations are kept)."""
-    from medvidbench.core.profiles import get_profile
     from medvidbench.server.jobs import attach_queue
     from medvidbench.server.services.processing import on_board
 
-    get_profile(profile)
     rt = runtime(data_dir)
+    rt.benchmark.profile(profile)  # type: ignore[attr-defined]  # unknown names stop here
     jobs = attach_queue(rt)  # type: ignore[arg-type]
     ids = on_board(rt)  # type: ignore[arg-type]
     for sid in ids:

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from medvidbench.benchmarks.medvidbench.matching import ValidationReport
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.evaluation import Report
-from medvidbench.core.profiles import METRICS
+from medvidbench.core.submission import ValidationReport
 
 _STATUS_STYLE = {"complete": "green", "missing": "yellow", "incomplete": "red"}
 _VERDICT = {
@@ -77,14 +77,14 @@ def _note(report: Report, key: str, task: str, judged: bool) -> str:
     return str(status)
 
 
-def print_report(report: Report, console: Console) -> None:
-    """Print the 10 leaderboard metrics, per-task diagnostics and judge provenance."""
-    title = f"MedVidBench metrics ({report.profile}, scorer {report.scorer_version})"
+def print_report(report: Report, bench: Benchmark, console: Console) -> None:
+    """Print the benchmark's metrics, per-task diagnostics and judge provenance."""
+    title = f"{bench.title} metrics ({report.profile}, scorer {report.scorer_version})"
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("note")
-    for m in METRICS:
+    for m in bench.metrics:
         table.add_row(m.column, _fmt(report.metrics[m.key]), _note(report, m.key, m.task, m.judged))
     console.print(table)
     tasks = Table(title="Per task", title_justify="left")

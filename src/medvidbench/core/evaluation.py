@@ -1,13 +1,14 @@
-"""Evaluation: match a submission to the test set, score every task, aggregate into a Report.
+"""Evaluation, one loop for every benchmark: match a submission to the test set, score every
+task with the benchmark's scorers, aggregate into a Report.
 
 A task the submission leaves out is reported as missing and its metrics are null, never 0.
-The three LLM-judged metrics stay null ("pending") until a judge has scored them.
+Judged metrics stay null ("pending") until a judge has scored them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -15,13 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medvidbench import __version__
-from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.benchmarks.medvidbench.matching import MatchedSubmission, load_submission
-from medvidbench.benchmarks.medvidbench.tasks import TASKS, captions, load_builtin_scorers
-from medvidbench.benchmarks.medvidbench.tasks.captions import CAPTION_TASKS
+from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
-from medvidbench.core.profiles import METRIC_KEYS, SCORER_VERSION, get_profile
-from medvidbench.core.scoring import Context, TaskResult
+from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TestSet
+from medvidbench.core.submission import MatchedSubmission
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
     from medvidbench.core.judge.client import Judge
@@ -36,15 +34,16 @@ class Report:
     """The outcome of one evaluation (JSON-serialisable through :meth:`to_dict`).
 
     Attributes:
-        metrics: The 10 leaderboard metrics; null when not computed (task missing, not judged).
+        metrics: The benchmark's metrics; null when not computed (task missing, not judged).
         per_dataset: Per source dataset, each metric computed on that dataset's samples.
         per_task: Per task: status, counts, parse rate and task-specific diagnostics.
         profile: The metric profile used.
-        scorer_version: Version of the scoring rules.
+        scorer_version: Version of the benchmark's scoring rules.
         judge: Judge provenance, or None when nothing was judged.
         missing_tasks: Tasks the submission left out.
         similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
             ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
+        benchmark: The benchmark's slug.
     """
 
     metrics: dict[str, float | None]
@@ -60,15 +59,17 @@ class Report:
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     timings: dict[str, float] = field(default_factory=dict)
     similarity: dict[str, Any] | None = None
+    benchmark: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def evaluate(
+    benchmark: Benchmark,
     predictions: MatchedSubmission | str | Path | bytes,
-    ground_truth: GroundTruth | str | Path | bytes,
-    profile: str = "leaderboard-v1",
+    ground_truth: TestSet | str | Path | bytes,
+    profile: str | None = None,
     tasks: Sequence[str] | None = None,
     ctx: Context | None = None,
     progress: Progress | None = None,
@@ -76,16 +77,17 @@ def evaluate(
     judge_progress: Callable[[int, int], None] | None = None,
     similarity: bool = False,
 ) -> Report:
-    """Score a submission on every task it answers.
+    """Score a submission on every task of ``benchmark`` it answers.
 
     Args:
+        benchmark: The benchmark definition (its loaders, scorers, metrics and profiles).
         predictions: A matched submission, or a prediction file (path or bytes).
         ground_truth: A loaded test set, or a ground-truth file (path or bytes).
-        profile: ``leaderboard-v1`` (published numbers) or ``strict-v2`` (corrected rules).
+        profile: One of the benchmark's profiles (default: its first).
         tasks: Restrict scoring to these tasks (default: all).
         ctx: Scoring context (lets tests inject an embedder).
         progress: Called as ``progress(task, done, total)`` after each task.
-        judge: An LLM judge for DVC_llm, VS_llm and RC_llm; without one they stay null.
+        judge: An LLM judge for the judged metrics; without one they stay null.
         judge_progress: Called as ``judge_progress(done, total)`` while judging.
         similarity: Also compute the offline caption-similarity diagnostic (slow: it embeds
             every caption answer and reference).
@@ -95,34 +97,51 @@ def evaluate(
         UsageError: for an unknown profile or task name.
     """
     began = time.monotonic()
-    rules = get_profile(profile)
-    gt = ground_truth if isinstance(ground_truth, GroundTruth) else load_ground_truth(ground_truth)
+    rules = benchmark.profile(profile)
+    gt: TestSet = (
+        benchmark.load_ground_truth(ground_truth)
+        if isinstance(ground_truth, str | Path | bytes)
+        else ground_truth
+    )
     matched = (
         predictions
         if isinstance(predictions, MatchedSubmission)
-        else load_submission(predictions, gt)
+        else benchmark.validate_submission(predictions, gt)
     )
     if not matched.report.ok:
         raise InvalidSubmissionError(matched.report.errors, matched.report.source)
-    wanted = _check_tasks(tasks)
+    wanted = _check_tasks(benchmark, tasks)
     by_task: dict[str, list[int]] = {}
     for s in gt.samples:
         by_task.setdefault(s.task, []).append(s.index)
-    selected = [t for t in TASKS if t in by_task and (wanted is None or t in wanted)]
+    selected = [
+        t.name
+        for t in benchmark.tasks
+        if t.name in by_task and (wanted is None or t.name in wanted)
+    ]
+    judged_scorers = benchmark.judged_scorers()
     judged_tasks = [
         t
         for t in selected
         if judge is not None
-        and t in CAPTION_TASKS
+        and t in judged_scorers
         and matched.report.coverage[t].status == "complete"
     ]
     # The judge (network-bound) starts first, on its own thread, and rule-based scoring
     # (CPU-bound) runs meanwhile: the first request leaves at once instead of after scoring.
     judging = None
     if judged_tasks and judge is not None:
-        judging = _start_judging(judged_tasks, gt, matched, by_task, rules, judge, judge_progress)
-    scorers = load_builtin_scorers()
-    ctx = ctx or Context()
+        judging = _start_judging(
+            [judged_scorers[t] for t in judged_tasks],
+            gt,
+            matched,
+            by_task,
+            rules,
+            judge,
+            judge_progress,
+        )
+    scorers = benchmark.scorers()
+    ctx = ctx or Context(embedder_factory=benchmark.embedder)
     results: list[TaskResult] = []
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
@@ -160,14 +179,14 @@ def evaluate(
     similar = None
     if similarity:
         started = time.perf_counter()
-        similar = _similarity(selected, gt, matched, by_task, ctx)
+        similar = _similarity(judged_scorers, selected, gt, matched, by_task, ctx)
         timings["similarity"] = time.perf_counter() - started
     return Report(
-        metrics=_metrics(results),
+        metrics=_metrics(benchmark, results),
         per_dataset=_per_dataset(results),
         per_task=per_task,
         profile=rules.name,
-        scorer_version=SCORER_VERSION,
+        scorer_version=benchmark.scorer_version,
         judge=judge.provenance() if judge is not None and judged_tasks else None,
         missing_tasks=matched.report.missing_tasks,
         submission={
@@ -179,51 +198,66 @@ def evaluate(
         ground_truth={"sha256": gt.sha256, "samples": len(gt)},
         timings=timings,
         similarity=similar,
+        benchmark=benchmark.slug,
     )
 
 
 def _inputs(
-    task: str, gt: GroundTruth, matched: MatchedSubmission, by_task: dict[str, list[int]]
+    task: str, gt: TestSet, matched: MatchedSubmission, by_task: dict[str, list[int]]
 ) -> tuple[list[Any], list[str]]:
     samples = [gt.samples[i] for i in by_task[task]]
     return samples, [matched.predictions[i] or "" for i in by_task[task]]
 
 
+SIMILARITY_ABOUT = (
+    "Offline diagnostic, not a leaderboard metric: mean all-MiniLM-L6-v2 cosine similarity "
+    "(0-1) of each whole answer with its whole reference, over samples where both are non-empty. "
+    "It is never reported in the 1-5 judge columns."
+)
+
+
 def _similarity(
+    judged_scorers: Mapping[str, JudgedScorer],
     selected: list[str],
-    gt: GroundTruth,
+    gt: TestSet,
     matched: MatchedSubmission,
     by_task: dict[str, list[int]],
     ctx: Context,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"about": captions.SIMILARITY_ABOUT}
-    for task, key in captions.SIMILARITY_KEYS.items():
+    """The similarity diagnostic of every judged scorer that offers one."""
+    out: dict[str, Any] = {"about": SIMILARITY_ABOUT}
+    for task, scorer in judged_scorers.items():
+        key = getattr(scorer, "similarity_key", None)
+        if key is None:
+            continue
         complete = task in selected and matched.report.coverage[task].status == "complete"
         out[key] = (
-            captions.similarity(*_inputs(task, gt, matched, by_task), ctx) if complete else None
+            scorer.similarity(*_inputs(task, gt, matched, by_task), ctx)  # type: ignore[attr-defined]
+            if complete
+            else None
         )
     return out
 
 
 def _start_judging(
-    tasks: list[str],
-    gt: GroundTruth,
+    scorers: list[JudgedScorer],
+    gt: TestSet,
     matched: MatchedSubmission,
     by_task: dict[str, list[int]],
-    rules: Any,
+    rules: Profile,
     judge: Judge,
     progress: Callable[[int, int], None] | None,
 ) -> Future[list[TaskResult]]:
-    """Plan every caption task's pairs, then judge them in one pool on a thread of its own;
+    """Plan every judged task's requests, then judge them in one pool on a thread of its own;
     the future gives each task's aggregate."""
     plans = [
-        captions.plan(t, *_inputs(t, gt, matched, by_task), rules, judge.config.config_id)
-        for t in tasks
+        (s, s.plan(*_inputs(s.task, gt, matched, by_task), rules, judge.config.config_id))
+        for s in scorers
     ]
 
     def run() -> list[TaskResult]:
-        judged = judge.judge_all([r for p in plans for r in p.requests], progress)
-        return [captions.aggregate(p, judged, rules) for p in plans]
+        judged = judge.judge_all([r for _, p in plans for r in p.requests], progress)
+        return [s.aggregate(p, judged, rules) for s, p in plans]
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
     try:
@@ -232,21 +266,31 @@ def _start_judging(
         pool.shutdown(wait=False)  # the running job finishes; the thread then exits
 
 
-def _check_tasks(tasks: Sequence[str] | None) -> set[str] | None:
+def _check_tasks(benchmark: Benchmark, tasks: Sequence[str] | None) -> set[str] | None:
     if tasks is None:
         return None
-    unknown = [t for t in tasks if t not in TASKS]
+    known = benchmark.tasks_by_name
+    unknown = [t for t in tasks if t not in known]
     if unknown:
         raise UsageError(
-            f"unknown task(s) {', '.join(map(repr, unknown))}; expected some of {', '.join(TASKS)}"
+            f"unknown task(s) {', '.join(map(repr, unknown))} for benchmark "
+            f"{benchmark.slug!r}; expected some of {', '.join(known)}"
         )
     return set(tasks)
 
 
-def _metrics(results: list[TaskResult]) -> dict[str, float | None]:
-    out: dict[str, float | None] = dict.fromkeys(METRIC_KEYS)
+def _metrics(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float | None]:
+    """Every declared metric, null unless computed; a metric the benchmark does not declare is
+    the plug-in's bug and stops the evaluation instead of vanishing."""
+    out: dict[str, float | None] = dict.fromkeys(benchmark.metric_keys)
     for result in results:
-        out.update({k: v for k, v in result.metrics.items() if k in out})
+        undeclared = [k for k in result.metrics if k not in out]
+        if undeclared:
+            raise ValueError(
+                f"benchmark {benchmark.slug!r}: the {result.task!r} scorer produced metrics "
+                f"its definition does not declare: {', '.join(undeclared)}"
+            )
+        out.update(result.metrics)
     return out
 
 
@@ -260,9 +304,7 @@ def _per_dataset(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def _unparsed(
-    result: TaskResult, gt: GroundTruth, matched: MatchedSubmission
-) -> list[dict[str, Any]]:
+def _unparsed(result: TaskResult, gt: TestSet, matched: MatchedSubmission) -> list[dict[str, Any]]:
     """A few of the submitter's own answers the parser could not read (never ground truth)."""
     out = []
     for r in result.samples:

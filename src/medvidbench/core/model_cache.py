@@ -29,22 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from medvidbench.core.paths import cache_dir
+
 # Bump whenever the forward pass changes what it computes: cached embeddings then rebuild.
 FORWARD_VERSION = "2"
 _CHUNK = 1 << 22
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("MEDVIDBENCH_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except (RuntimeError, KeyError):  # no home directory (some service accounts)
-            base = str(Path(tempfile.gettempdir()) / f"medvidbench-{os.getuid()}")
-    return Path(base) / "medvidbench" / "models"
 
 
 def sha256_file(path: Path) -> str:

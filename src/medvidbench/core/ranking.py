@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from medvidbench.core.profiles import METRICS, Metric
+from medvidbench.core.benchmark import Metric
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ def metric_ranks(values: Sequence[float | None], higher_is_better: bool = True) 
 
 def rank_rows(
     rows: Sequence[tuple[object, str, Mapping[str, float | None]]],
-    metrics: Sequence[Metric] = METRICS,
+    metrics: Sequence[Metric],
 ) -> list[Ranked]:
     """Rank ``(key, model name, {metric key: value})`` rows of one board."""
     ranked = [m for m in metrics if m.ranked]

@@ -1,9 +1,11 @@
-"""What every task scorer returns, and the registry scorers join.
+"""The scorer contract every benchmark's tasks follow, and what a scorer returns.
 
 A scorer is a thin object over pure per-task functions (``parse``, ``score``, ``aggregate``).
 It receives the test samples of its task, the matched prediction texts and a profile, and
-returns a :class:`TaskResult`. The 8 built-in scorers register exactly as a third-party
-benchmark's would, through :func:`register`.
+returns a :class:`TaskResult` that keeps every sample's :class:`SampleResult` (rewards and
+bootstrap intervals are computed from those). A benchmark hands its scorers to the evaluator
+through :attr:`medvidbench.core.benchmark.Benchmark.scorers`; what a scorer needs beyond its
+inputs (a sentence embedder) reaches it through the :class:`Context`.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, Protocol
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 
 if TYPE_CHECKING:
-    from medvidbench.benchmarks.medvidbench.groundtruth import Sample
     from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.judge.cache import Judgement
+    from medvidbench.core.judge.client import JudgeRequest
 
 
 @dataclass(slots=True)
@@ -53,37 +56,76 @@ class TaskResult:
 
 @dataclass(slots=True)
 class Context:
-    """What a scorer may need beyond samples and texts; loaded lazily."""
+    """What a scorer may need beyond samples and texts; loaded lazily.
+
+    The evaluator builds it from the benchmark (``Benchmark.embedder``); tests inject their own.
+    """
 
     embedder_factory: Callable[[], Embedder] | None = None
     _embedder: Embedder | None = None
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
+            from medvidbench.core.embeddings import default_embedder
 
-            self._embedder = (self.embedder_factory or prepared_embedder)()
+            self._embedder = (self.embedder_factory or default_embedder)()
         return self._embedder
 
 
+class TestItem(Protocol):
+    """What the evaluator reads of a benchmark's test item (scorers read more)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def sample_id(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def dataset(self) -> str: ...
+
+
+class TestSet(Protocol):
+    """A loaded, validated test set: items in file order, ``items[i].index == i``."""
+
+    @property
+    def samples(self) -> Sequence[Any]: ...
+    @property
+    def sha256(self) -> str: ...
+    def __len__(self) -> int: ...
+
+
 class Scorer(Protocol):
-    """A task's scoring entry point."""
+    """A rule-based task's scoring entry point."""
 
     task: str
     metric_keys: tuple[str, ...]
 
     def evaluate(
-        self, samples: Sequence[Sample], texts: Sequence[str], profile: Profile, ctx: Context
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> TaskResult: ...
 
 
-SCORERS: dict[str, Scorer] = {}
+class JudgePlan(Protocol):
+    """The judge requests one task needs (built before any request is sent)."""
+
+    @property
+    def requests(self) -> Sequence[JudgeRequest]: ...
 
 
-def register(scorer: Scorer) -> Scorer:
-    """Add a scorer to the registry (a later registration for the same task replaces it)."""
-    SCORERS[scorer.task] = scorer
-    return scorer
+class JudgedScorer(Protocol):
+    """A task (or part of one) an LLM judge scores: plan the requests, then aggregate."""
+
+    task: str
+    metric_keys: tuple[str, ...]
+
+    def plan(
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, judge_id: str
+    ) -> JudgePlan: ...
+
+    def aggregate(
+        self, plan: Any, judged: dict[str, Judgement], profile: Profile
+    ) -> TaskResult: ...
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:

@@ -15,11 +15,13 @@ import uuid
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
+from medvidbench import benchmarks
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.services.board_cache import BoardCache
@@ -60,10 +62,15 @@ class Runtime:
         self.data_dir = settings.data_dir.resolve()
         private_dir(self.data_dir)
         self._gt_lock = threading.Lock()
-        self._gt_cache: dict[str, GroundTruth] = {}
+        self._gt_cache: dict[str, Any] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
         self.upload_checker = UploadChecker(settings.upload_process_bytes)
         self.boards = BoardCache()  # ranked board rows, per benchmark generation
+
+    @cached_property
+    def benchmark(self) -> Benchmark:
+        """The hosted benchmark's definition (the default one of :mod:`medvidbench.benchmarks`)."""
+        return benchmarks.get()
 
     @cached_property
     def engine(self) -> Engine:
@@ -124,9 +131,11 @@ class Runtime:
         except FileNotFoundError:
             raise NotFoundError(f"stored file {path.name} is missing") from None
 
-    def ground_truth(self, sha256: str) -> GroundTruth:
+    def ground_truth(self, sha256: str) -> Any:
         """A stored test set, loaded once per process."""
         with self._gt_lock:
             if sha256 not in self._gt_cache:
-                self._gt_cache[sha256] = load_ground_truth(self.read(self.benchmark_path(sha256)))
+                self._gt_cache[sha256] = self.benchmark.load_ground_truth(
+                    self.read(self.benchmark_path(sha256))
+                )
             return self._gt_cache[sha256]

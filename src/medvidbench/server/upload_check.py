@@ -14,23 +14,26 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
-from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
-from medvidbench.benchmarks.medvidbench.matching import ValidationReport, validate_submission
+from medvidbench import benchmarks
+from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.submission import ValidationReport
 
-_CHILD_TEST_SETS: dict[tuple[str, str], GroundTruth] = {}
+_CHILD_TEST_SETS: dict[tuple[str, str, str], Any] = {}
 
 
-def _check_in_child(gt_path: str, sha256: str, data: str, name: str) -> ValidationReport:
+def _check_in_child(slug: str, gt_path: str, sha256: str, data: str, name: str) -> ValidationReport:
     """Runs in the child: the report of the file ``data`` against the stored test set."""
     import gzip
 
-    key = (gt_path, sha256)
+    bench = benchmarks.get(slug)
+    key = (slug, gt_path, sha256)
     if key not in _CHILD_TEST_SETS:
         with gzip.open(gt_path, "rb") as fh:
             _CHILD_TEST_SETS.clear()  # one test set at a time: memory stays bounded
-            _CHILD_TEST_SETS[key] = load_ground_truth(fh.read())
-    return validate_submission(
+            _CHILD_TEST_SETS[key] = bench.load_ground_truth(fh.read())
+    return bench.validate_submission(
         Path(data), _CHILD_TEST_SETS[key], max_bytes=1 << 62, name=name
     ).report
 
@@ -51,7 +54,13 @@ class UploadChecker:
             return self._pool
 
     def check(
-        self, data: bytes | Path, gt: GroundTruth, gt_path: Path, sha256: str, name: str
+        self,
+        bench: Benchmark,
+        data: bytes | Path,
+        gt: Any,
+        gt_path: Path,
+        sha256: str,
+        name: str,
     ) -> ValidationReport:
         """The validation report of an upload (its bytes, or the file holding them) against
         the test set ``gt`` (stored at ``gt_path``): the same report wherever it is computed.
@@ -59,8 +68,10 @@ class UploadChecker:
         Only a file is sent to the child (by its path: the bytes never cross the pipe)."""
         if isinstance(data, bytes) or data.stat().st_size < self.threshold:
             source = data if isinstance(data, bytes) else data.read_bytes()
-            return validate_submission(source, gt, name=name).report
-        future = self._executor().submit(_check_in_child, str(gt_path), sha256, str(data), name)
+            return bench.validate_submission(source, gt, name=name).report
+        future = self._executor().submit(
+            _check_in_child, bench.slug, str(gt_path), sha256, str(data), name
+        )
         return future.result()
 
     def close(self) -> None:

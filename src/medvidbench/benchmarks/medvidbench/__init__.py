@@ -1,0 +1,133 @@
+"""MedVidBench: 6,245 questions over surgical and nursing videos, 8 tasks, 10 metrics.
+
+:data:`BENCHMARK` is this package's benchmark definition, published through the
+``medvidbench.benchmarks`` entry-point group exactly as a third-party benchmark is. Importing
+this module is cheap: loaders, scorers and the synthetic generator are imported on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from medvidbench.benchmarks.medvidbench.metrics import (
+    LEADERBOARD_V1,
+    METRICS,
+    SCORER_VERSION,
+    STRICT_V2,
+)
+from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
+from medvidbench.core.benchmark import Benchmark, Task
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.scoring import JudgedScorer, Scorer
+    from medvidbench.core.submission import MatchedSubmission
+
+ABOUT = """MedVidBench tests video-language models on surgical and nursing videos: 6,245 test \
+questions over 8 tasks from 8 source datasets (AVOS, CholecT50, CholecTrack20, Cholec80_CVS, \
+CoPESD, EgoSurgery, NurViD, JIGSAWS), about 103,742 frames; 51,505 training samples. It was \
+introduced with MedGRPO (Su et al., 2025). The test labels are hidden: the server never shows \
+ground truth.
+
+DVC_llm, VS_llm and RC_llm are scored 1-5 by a language model on five aspects: R2 medical \
+terminology, R3 anatomy and instrument detail, R8 specificity, R5 clinical context, R4 action \
+and state accuracy. Every judgement is cached and stamped with the judge model, endpoint, prompt \
+version and settings; scores are comparable only under the same judge configuration."""
+
+IDENTITY = """A prediction names its test item by (id, qa_type, k): the clip id (video id, \
+start and end frame, fps), the question type, and k, its position among the same clip's \
+questions of that type. An explicit "index" field wins; a "question" field disambiguates."""
+
+# The model archetypes of the synthetic generator (``medvidbench synth`` writes one file each).
+ARCHETYPES = ("perfect", "strong", "weak", "format-noisy", "garbage", "shuffled", "partial")
+
+CITATION = """@article{su2024medgrpo,
+  title={MedGRPO: Multi-Task Reinforcement Learning for Heterogeneous Medical Video Understanding},
+  author={Su, Yuhao and Choudhuri, Anwesa and Gao, Zhongpai and Planche, Benjamin and Nguyen, \
+Van Nguyen and Zheng, Meng and Shen, Yuhan and Innanje, Arun and Chen, Terrence and Elhamifar, \
+Ehsan and Wu, Ziyan},
+  journal={arXiv preprint arXiv:2512.06581},
+  year={2025}
+}"""
+
+
+def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth as load
+
+    return load(source, max_bytes)
+
+
+def validate_submission(
+    source: str | Path | bytes, gt: Any, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    from medvidbench.benchmarks.medvidbench.matching import validate_submission as validate
+
+    return validate(source, gt, max_bytes, name)
+
+
+def scorers() -> Mapping[str, Scorer]:
+    from medvidbench.benchmarks.medvidbench.tasks import rule_based_scorers
+
+    return rule_based_scorers()
+
+
+def judged_scorers() -> Mapping[str, JudgedScorer]:
+    from medvidbench.benchmarks.medvidbench.tasks.captions import JUDGED_SCORERS
+
+    return JUDGED_SCORERS
+
+
+def embedder() -> Embedder:
+    from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
+
+    embedder_: Embedder = prepared_embedder()
+    return embedder_
+
+
+def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+
+    return write_synthetic(out_dir, samples=6245 if samples is None else samples, seed=seed)
+
+
+def reported_results() -> Sequence[Mapping[str, Any]]:
+    import json
+    from importlib import resources
+
+    text = resources.files(__package__).joinpath("data/published_results.json").read_text()
+    entries: list[dict[str, Any]] = json.loads(text)["entries"]
+    return entries
+
+
+BENCHMARK = Benchmark(
+    slug="medvidbench",
+    title="MedVidBench",
+    version="1.0",
+    scorer_version=SCORER_VERSION,
+    tasks=tuple(Task(t.name, t.label, t.title, t.test_count) for t in TASKS.values()),
+    metrics=METRICS,
+    profiles=(LEADERBOARD_V1, STRICT_V2),
+    load_ground_truth=load_ground_truth,
+    validate_submission=validate_submission,
+    scorers=scorers,
+    judged_scorers=judged_scorers,
+    embedder=embedder,
+    synthesise=synthesise,
+    archetypes=ARCHETYPES,
+    reported_results=reported_results,
+    labels="hidden",
+    identity=IDENTITY,
+    about=ABOUT,
+    citation=CITATION,
+    links={
+        "Paper (arXiv:2512.06581)": "https://arxiv.org/abs/2512.06581",
+        "Project page": "https://uii-ai.github.io/MedGRPO/",
+        "Dataset": "https://huggingface.co/datasets/UII-AI/MedVidBench",
+        "Code": "https://github.com/UII-AI/MedGRPO-Code",
+    },
+    licence="CC BY-NC-SA 4.0",
+    primary_metric="cvs_acc",
+)

@@ -12,9 +12,8 @@ Every problem is collected, with its location, before anything is decided.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -32,99 +31,10 @@ from medvidbench.core.formats import (
     sample_id,
     strip_video_tag,
 )
+from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
 
 _SUB_FILE = list[SubmissionRecord] | dict[str, SubmissionRecord]
-TaskStatus = Literal["complete", "missing", "incomplete"]
 _EXAMPLES = 5
-
-
-@dataclass(slots=True)
-class TaskCoverage:
-    """How much of one task a submission answers."""
-
-    task: str
-    expected: int
-    matched: int
-
-    @property
-    def status(self) -> TaskStatus:
-        if self.matched == self.expected:
-            return "complete"
-        return "missing" if self.matched == 0 else "incomplete"
-
-
-@dataclass(slots=True)
-class ValidationReport:
-    """Everything validation found out about a submission file.
-
-    A report is ``ok`` when it has no errors. An ok report whose tasks are not all complete is
-    a *partial* submission: accepted, with the missing tasks reported as missing (never zero).
-    """
-
-    source: str
-    sha256: str
-    size: int
-    layout: str = "list"
-    records: int = 0
-    matched: int = 0
-    errors: ProblemList = field(default_factory=ProblemList)
-    warnings: ProblemList = field(default_factory=ProblemList)
-    notices: list[str] = field(default_factory=list)
-    coverage: dict[str, TaskCoverage] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    @property
-    def missing_tasks(self) -> list[str]:
-        return [t for t, c in self.coverage.items() if c.status == "missing"]
-
-    @property
-    def complete(self) -> bool:
-        return self.ok and all(c.status == "complete" for c in self.coverage.values())
-
-    @property
-    def verdict(self) -> str:
-        """``valid``, ``partial`` or ``invalid``."""
-        if not self.ok:
-            return "invalid"
-        return "valid" if self.complete else "partial"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-serialisable data (the CLI's ``--json`` and the API's shape)."""
-        return {
-            "verdict": self.verdict,
-            "source": self.source,
-            "sha256": self.sha256,
-            "size_bytes": self.size,
-            "layout": self.layout,
-            "records": self.records,
-            "matched": self.matched,
-            "tasks": {
-                t: {"expected": c.expected, "matched": c.matched, "status": c.status}
-                for t, c in self.coverage.items()
-            },
-            "missing_tasks": self.missing_tasks,
-            "errors": [p.to_dict() for p in self.errors.items],
-            "error_totals": dict(self.errors.totals),
-            "warnings": [p.to_dict() for p in self.warnings.items],
-            "warning_totals": dict(self.warnings.totals),
-            "notices": list(self.notices),
-        }
-
-
-@dataclass(slots=True)
-class MatchedSubmission:
-    """A submission's predictions aligned with the ground truth.
-
-    Attributes:
-        report: What validation found.
-        predictions: ``predictions[i]`` is the model's text for ``gt.samples[i]``, or None.
-    """
-
-    report: ValidationReport
-    predictions: list[str | None]
 
 
 class _Entry(msgspec.Struct, gc=False):

@@ -20,10 +20,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.core.formats import read_bytes
-from medvidbench.core.profiles import METRIC_KEYS, METRICS, METRICS_BY_KEY
 from medvidbench.core.ranking import rank_rows
 from medvidbench.server.lifecycle import ON_BOARD
 from medvidbench.server.runtime import Runtime
@@ -46,7 +44,7 @@ def load_benchmark(
 ) -> Benchmark:
     """Validate a ground-truth file, keep a copy, and make it the current benchmark."""
     data = read_bytes(path, runtime.settings.max_submission_bytes)
-    gt = load_ground_truth(data)
+    gt = runtime.benchmark.load_ground_truth(data)
     with transaction(runtime.sessions) as session:
         bench = session.scalar(select(Benchmark).where(Benchmark.gt_sha256 == gt.sha256))
         if bench is None:
@@ -159,14 +157,17 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 ).where(Submission.id.in_(ids[start : start + 500]))
             )
         }
-        evals = current_evaluations(session, ids)
+        evals = current_evaluations(session, ids, runtime.benchmark)
+    keys = runtime.benchmark.metric_keys
     raw = []
     for e in entries:
         ev = evals.get(e.submission_id) if e.submission_id else None
-        metrics = dict.fromkeys(METRIC_KEYS)
+        metrics = dict.fromkeys(keys)
         metrics.update((ev.metrics if ev else e.reported_metrics) or {})
-        raw.append((e, ev, {k: metrics.get(k) for k in METRIC_KEYS}))
-    ranked = rank_rows([(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)])
+        raw.append((e, ev, {k: metrics.get(k) for k in keys}))
+    ranked = rank_rows(
+        [(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)], runtime.benchmark.metrics
+    )
     rows = []
     for r in ranked:
         e, ev, metrics = raw[int(r.key)]  # type: ignore[call-overload]
@@ -264,12 +265,12 @@ def add_reported(
     """Add numbers computed elsewhere (a paper, the old leaderboard), flagged as reported."""
     if actor is not None:
         require_role(actor, "admin")
-    unknown = set(metrics) - set(METRIC_KEYS)
+    unknown = set(metrics) - set(runtime.benchmark.metric_keys)
     if unknown:
         raise UsageError(f"unknown metric(s) {', '.join(sorted(unknown))}")
     for key, value in metrics.items():
         if value is not None:
-            low, high = METRICS_BY_KEY[key].bounds
+            low, high = runtime.benchmark.metrics_by_key[key].bounds
             if not low <= float(value) <= high:
                 raise UsageError(f"{key} = {value} is outside {low:g}-{high:g}")
     bench = current_benchmark(runtime)
@@ -345,7 +346,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
             "model",
             "team",
             "url",
-            *[m.column for m in METRICS],
+            *[m.column for m in runtime.benchmark.metrics],
             "average_rank",
             "metrics_present",
             "normalised_average",
@@ -372,7 +373,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
                     r.model_url or "",
                     *[
                         "" if r.metrics[m.key] is None else f"{r.metrics[m.key]:.3f}"
-                        for m in METRICS
+                        for m in runtime.benchmark.metrics
                     ],
                     f"{r.average_rank:.2f}",
                     r.metrics_present,
@@ -393,21 +394,14 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
 
 
 def seed_published(runtime: Runtime) -> int:
-    """Put the published MedVidBench results on an empty official board, as reported entries."""
-    from importlib import resources
-
+    """Put the benchmark's published results on an empty official board, as reported entries."""
     bench = current_benchmark(runtime)
     with runtime.sessions() as session:
         board = _board(session, bench.id, "official")
         if session.scalar(select(Entry.id).where(Entry.board_id == board.id).limit(1)):
             return 0
-    text = (
-        resources.files("medvidbench.benchmarks.medvidbench")
-        .joinpath("data/published_results.json")
-        .read_text()
-    )
     added = 0
-    for item in json.loads(text)["entries"]:
+    for item in runtime.benchmark.reported_results():
         add_reported(
             runtime,
             None,
@@ -431,11 +425,15 @@ def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> Benchmark:
         with runtime.sessions() as session:
             found = session.scalar(select(Benchmark).where(Benchmark.is_current))
         if found is None:
-            from medvidbench.benchmarks.medvidbench.synth import write_synthetic
-
-            files = write_synthetic(runtime.data_dir / "demo", samples=6245, seed=0)
+            definition = runtime.benchmark
+            if definition.synthesise is None:
+                raise UsageError(
+                    f"benchmark {definition.slug!r} has no synthetic demo set; "
+                    "give the test set with --ground-truth"
+                )
+            files = definition.synthesise(runtime.data_dir / "demo", None, 0)
             found = load_benchmark(
-                runtime, files["ground_truth"], name="MedVidBench (demo)", demo=True
+                runtime, files["ground_truth"], name=f"{definition.title} (demo)", demo=True
             )
         bench = found
     seed_published(runtime)

@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from medvidbench.benchmarks.medvidbench.matching import load_submission
+from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.config import judge_wanted
+from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.core.evaluation import Report, evaluate
-from medvidbench.core.profiles import DEFAULT_PROFILE, SCORER_VERSION
 from medvidbench.server.lifecycle import ON_BOARD, STEPS, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache
@@ -88,15 +88,19 @@ def lease_kept(runtime: Runtime, submission_id: int, worker: str) -> Iterator[No
 
 
 def _report(
-    runtime: Runtime, submission_id: int, judge: Any = None, profile: str = DEFAULT_PROFILE
+    runtime: Runtime, submission_id: int, judge: Any = None, profile: str | None = None
 ) -> Report:
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
         bench = session.get(Benchmark, sub.benchmark_id) if sub else None
         assert sub is not None and bench is not None
     gt = runtime.ground_truth(bench.gt_sha256)
-    matched = load_submission(runtime.read(runtime.submission_path(submission_id)), gt)
-    return evaluate(matched, gt, profile=profile, judge=judge)
+    definition = runtime.benchmark
+    stored = runtime.read(runtime.submission_path(submission_id))
+    matched = definition.validate_submission(stored, gt)
+    if not matched.report.ok:
+        raise InvalidSubmissionError(matched.report.errors, matched.report.source)
+    return evaluate(definition, matched, gt, profile=profile, judge=judge)
 
 
 def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report: Report) -> bool:
@@ -246,7 +250,7 @@ def stale(runtime: Runtime) -> list[tuple[int, str]]:
 
 
 def current_evaluations(
-    session: Any, submission_ids: list[int], profile: str = DEFAULT_PROFILE
+    session: Any, submission_ids: list[int], definition: Definition, profile: str | None = None
 ) -> dict[int, Any]:
     """For many submissions at once: the evaluation a board shows for each (current scorer,
     judged if available, newest), as rows of the columns a board needs."""
@@ -263,8 +267,8 @@ def current_evaluations(
                 Evaluation.scorer_version,
             ).where(
                 Evaluation.submission_id.in_(submission_ids[start : start + 500]),
-                Evaluation.profile == profile,
-                Evaluation.scorer_version == SCORER_VERSION,
+                Evaluation.profile == (profile or definition.default_profile),
+                Evaluation.scorer_version == definition.scorer_version,
             )
         )
         for ev in rows:
@@ -275,15 +279,15 @@ def current_evaluations(
 
 
 def current_evaluation(
-    session: Any, submission_id: int, profile: str = DEFAULT_PROFILE
+    session: Any, submission_id: int, definition: Definition, profile: str | None = None
 ) -> Evaluation | None:
     """The full evaluation a detail page shows (current scorer, judged if available)."""
     found: Evaluation | None = session.scalar(
         select(Evaluation)
         .where(
             Evaluation.submission_id == submission_id,
-            Evaluation.profile == profile,
-            Evaluation.scorer_version == SCORER_VERSION,
+            Evaluation.profile == (profile or definition.default_profile),
+            Evaluation.scorer_version == definition.scorer_version,
         )
         .order_by((Evaluation.judge_id != "").desc(), Evaluation.id.desc())
         .limit(1)
@@ -356,8 +360,6 @@ def warm_up(runtime: Runtime) -> None:
     import logging
 
     try:
-        from medvidbench.benchmarks.medvidbench.tasks import load_builtin_scorers
-        from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
         from medvidbench.server.services.leaderboards import KINDS, board_rows
         from medvidbench.server.services.submissions import current_benchmark
 
@@ -365,7 +367,9 @@ def warm_up(runtime: Runtime) -> None:
         for kind in KINDS:
             board_rows(runtime, kind, bench.id)
         runtime.ground_truth(bench.gt_sha256)
-        load_builtin_scorers()
-        prepared_embedder()
+        definition = runtime.benchmark
+        definition.scorers()
+        if definition.embedder is not None:
+            definition.embedder()
     except Exception:  # never fatal: everything loads again on first use
         logging.getLogger("medvidbench").exception("warm-up failed")

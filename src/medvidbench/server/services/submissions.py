@@ -150,7 +150,12 @@ def submit(
             f"{runtime.settings.max_submission_bytes:,}"
         )
     report = runtime.upload_checker.check(
-        data, gt, runtime.benchmark_path(bench.gt_sha256), bench.gt_sha256, filename
+        runtime.benchmark,
+        data,
+        gt,
+        runtime.benchmark_path(bench.gt_sha256),
+        bench.gt_sha256,
+        filename,
     )
     base = {
         "benchmark_id": bench.id,
@@ -287,7 +292,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
     )
     with runtime.sessions() as session:
-        ev = current_evaluation(session, sub.id)
+        ev = current_evaluation(session, sub.id, runtime.benchmark)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
     reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
     judge_on = judge_wanted(runtime.settings)

@@ -11,10 +11,8 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
-from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
-from medvidbench.core.profiles import METRICS, PROFILES
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.leaderboards import board_rows, export_board
 from medvidbench.server.services.submissions import (
@@ -65,12 +63,15 @@ def benchmarks(rt: Rt) -> list[dict[str, Any]]:
 
 
 @router.get("/metrics")
-def metrics() -> dict[str, Any]:
-    """The metric table, tasks and profiles, as the scorer defines them."""
+def metrics(rt: Rt) -> dict[str, Any]:
+    """The metric table, tasks and profiles, as the benchmark's definition declares them."""
+    bench = rt.benchmark
     return {
-        "metrics": [asdict(m) for m in METRICS],
-        "tasks": [asdict(t) for t in TASKS.values()],
-        "profiles": [asdict(p) for p in PROFILES.values()],
+        "benchmark": bench.slug,
+        "scorer_version": bench.scorer_version,
+        "metrics": [{**asdict(m), "group": bench.group_of(m)} for m in bench.metrics],
+        "tasks": [asdict(t) for t in bench.tasks],
+        "profiles": [asdict(p) for p in bench.profiles],
     }
 
 
@@ -129,13 +130,15 @@ def compare(
     if missing:
         raise NotFoundError(f"no entry {missing[0]}")
     return {
-        "metrics": [m.key for m in METRICS],
-        "columns": {m.key: m.column for m in METRICS},
+        "metrics": [m.key for m in rt.benchmark.metrics],
+        "columns": {m.key: m.column for m in rt.benchmark.metrics},
         "entries": [
             {
                 **asdict(rows[i]),
                 # each value on 0-1 with 1 the best, as its metric's scale and direction say
-                "normalised": {m.key: m.normalised(rows[i].metrics.get(m.key)) for m in METRICS},
+                "normalised": {
+                    m.key: m.normalised(rows[i].metrics.get(m.key)) for m in rt.benchmark.metrics
+                },
             }
             for i in ids
         ],

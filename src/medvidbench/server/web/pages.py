@@ -9,7 +9,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
 from medvidbench.core.errors import (
     InvalidSubmissionError,
     MedVidBenchError,
@@ -17,7 +16,6 @@ from medvidbench.core.errors import (
     PermissionDeniedError,
     UsageError,
 )
-from medvidbench.core.profiles import METRICS, PROFILES
 from medvidbench.server.services import accounts, administration, leaderboards, teams
 from medvidbench.server.services.submissions import (
     current_benchmark,
@@ -72,7 +70,7 @@ def board(request: Request, kind: str) -> Response:
 def submission_page(request: Request, submission_id: DbId) -> Response:
     rt = request.app.state.runtime
     view = submission_view(rt, submission_id, current_user(request))
-    return page(request, "submission.html", sub=view, metrics=METRICS)
+    return page(request, "submission.html", sub=view, metrics=rt.benchmark.metrics)
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -88,7 +86,7 @@ def compare_page(request: Request, entries: str = "") -> Response:
         "compare.html",
         chosen=chosen,
         choices=list(rows.values()),
-        metrics=METRICS,
+        metrics=rt.benchmark.metrics,
         ids=ids,
     )
 
@@ -178,9 +176,9 @@ def about(request: Request) -> Response:
     return page(
         request,
         "about.html",
-        metrics=METRICS,
-        tasks=list(TASKS.values()),
-        profiles=list(PROFILES.values()),
+        metrics=rt.benchmark.metrics,
+        tasks=rt.benchmark.tasks,
+        profiles=rt.benchmark.profiles,
         bench=current_benchmark(rt),
     )
 
@@ -379,7 +377,7 @@ def admin(request: Request) -> Response:
         subs=seen.submissions,
         log=seen.log,
         official=leaderboards.board_rows(rt, "official"),
-        metrics=METRICS,
+        metrics=rt.benchmark.metrics,
         has_tokens=seen.has_tokens,
     )
 
@@ -409,7 +407,7 @@ def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 
 def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
-    metrics = {m.key: float(f[m.key]) for m in METRICS if f.get(m.key, "").strip()}
+    metrics = {m.key: float(f[m.key]) for m in rt.benchmark.metrics if f.get(m.key, "").strip()}
     leaderboards.add_reported(
         rt,
         actor,

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
+from medvidbench.core.benchmark import Metric
 from medvidbench.core.config import judge_wanted
-from medvidbench.core.profiles import METRICS, Metric
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.leaderboards import KINDS, BoardRow, board_rows
 from medvidbench.server.services.submissions import current_benchmark
@@ -39,7 +38,9 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
 
         raise NotFoundError(f"no board {kind!r}")
     rows = board_rows(runtime, kind)
-    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in METRICS]
+    definition = runtime.benchmark
+    metrics = definition.metrics
+    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics]
     q = params.get("q", "").strip().casefold()
     team = params.get("team", "")
     shown = [
@@ -48,10 +49,10 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
         if (not q or q in r.model_name.casefold() or q in r.team.casefold())
         and (not team or r.team == team)
         and (params.get("verified") != "1" or "verified" in r.badges)
-        and (params.get("complete") != "1" or r.metrics_present == len(METRICS))
+        and (params.get("complete") != "1" or r.metrics_present == len(metrics))
     ]
     sort = params.get("sort", "")
-    if sort in {m.key for m in METRICS}:
+    if sort in definition.metric_keys:
         descending = params.get("order", "desc") != "asc"
         present = [r for r in shown if r.metrics.get(sort) is not None]
         absent = [r for r in shown if r.metrics.get(sort) is None]
@@ -64,8 +65,8 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
         current = 1
     visible = shown[(current - 1) * PER_PAGE : current * PER_PAGE]
     groups: list[tuple[str, int]] = []
-    for m in METRICS:
-        label = TASKS[m.task].label
+    for m in metrics:
+        label = definition.group_of(m)
         if groups and groups[-1][0] == label:
             groups[-1] = (label, groups[-1][1] + 1)
         else:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import msgspec
 
-from medvidbench.benchmarks.medvidbench.synth.predictions import ARCHETYPES, generate_predictions
+from medvidbench.benchmarks.medvidbench import ARCHETYPES
+from medvidbench.benchmarks.medvidbench.synth.predictions import generate_predictions
 from medvidbench.benchmarks.medvidbench.synth.testset import generate_ground_truth, variant_counts
 
 __all__ = [

@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from medvidbench.benchmarks.medvidbench import ARCHETYPES
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
 from medvidbench.benchmarks.medvidbench.synth import vocab as V
 from medvidbench.benchmarks.medvidbench.tasks.registry import task_for_qa_type
 
-ARCHETYPES = ("perfect", "strong", "weak", "format-noisy", "garbage", "shuffled", "partial")
 PARTIAL_DROPS = ("video_summary", "region_caption", "skill_assessment")
 QUALITY = {"strong": 0.8, "weak": 0.35}
 

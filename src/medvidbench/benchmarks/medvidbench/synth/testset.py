@@ -15,6 +15,7 @@ from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
 from medvidbench.benchmarks.medvidbench.synth import vocab as V
 from medvidbench.benchmarks.medvidbench.synth.questions import WRITERS
 from medvidbench.benchmarks.medvidbench.tasks.registry import VARIANT_TEST_COUNTS, task_for_qa_type
+from medvidbench.core.errors import UsageError
 
 REUSE_CLIP = 0.35  # chance that a question is about a clip that already has one
 
@@ -160,7 +161,7 @@ def generate_ground_truth(samples: int = 6245, seed: int = 0) -> list[dict[str, 
     The records are interleaved across tasks, as in the real file.
     """
     if samples < 11:
-        raise ValueError("a synthetic test set needs at least 11 samples (one per qa_type)")
+        raise UsageError("a synthetic test set needs at least 11 samples (one per qa_type)")
     writer = TestSetWriter(seed)
     order = [qa for qa, n in variant_counts(samples).items() for _ in range(n)]
     writer.rng.shuffle(order)

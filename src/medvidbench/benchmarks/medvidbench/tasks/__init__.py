@@ -1,29 +1,30 @@
-"""The benchmark's tasks: one module per task, registered like any third-party task would be.
+"""MedVidBench's tasks: one module per task, each exposing its scorer as ``SCORER``.
 
-Importing this package is cheap; :func:`load_builtin_scorers` imports the eight built-in scorer
-modules, each of which calls :func:`medvidbench.core.scoring.register` for itself.
+Importing this package is cheap; :func:`rule_based_scorers` imports the six rule-based scorer
+modules. The judged caption scorers live in :mod:`.captions`.
 """
 
+from __future__ import annotations
+
+from functools import cache
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, TaskInfo, task_for_qa_type
-from medvidbench.core.scoring import SCORERS, Scorer, register
 
-BUILTIN_SCORER_MODULES = ("tal", "stg", "nap", "dvc", "sa", "cvs")
+if TYPE_CHECKING:
+    from medvidbench.core.scoring import Scorer
 
-__all__ = [
-    "SCORERS",
-    "TASKS",
-    "Scorer",
-    "TaskInfo",
-    "load_builtin_scorers",
-    "register",
-    "task_for_qa_type",
-]
+RULE_BASED_MODULES = ("tal", "stg", "nap", "dvc", "sa", "cvs")
+
+__all__ = ["TASKS", "TaskInfo", "rule_based_scorers", "task_for_qa_type"]
 
 
-def load_builtin_scorers() -> dict[str, Scorer]:
-    """Register the built-in scorers (idempotent) and return the registry."""
-    for name in BUILTIN_SCORER_MODULES:
-        import_module(f"medvidbench.benchmarks.medvidbench.tasks.{name}")
-    return SCORERS
+@cache
+def rule_based_scorers() -> dict[str, Scorer]:
+    """The rule-based scorers by task, imported on first use."""
+    scorers: dict[str, Scorer] = {}
+    for name in RULE_BASED_MODULES:
+        scorer = import_module(f"{__name__}.{name}").SCORER
+        scorers[scorer.task] = scorer
+    return scorers

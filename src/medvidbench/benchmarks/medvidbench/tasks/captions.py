@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from medvidbench.benchmarks.medvidbench.tasks import dvc
 from medvidbench.benchmarks.medvidbench.tasks.tal import assign
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.judge.rubric import ASPECT_CODES
-from medvidbench.core.profiles import Profile
 from medvidbench.core.scoring import SampleResult, TaskResult, group_by_dataset, mean_or_none
 
 if TYPE_CHECKING:
@@ -282,11 +282,6 @@ SIMILARITY_KEYS: dict[str, str] = {
     "video_summary": "vs_sim",
     "region_caption": "rc_sim",
 }
-SIMILARITY_ABOUT = (
-    "Offline diagnostic, not a leaderboard metric: mean all-MiniLM-L6-v2 cosine similarity "
-    "(0-1) of each whole answer with its whole reference, over samples where both are non-empty. "
-    "It is never reported in the 1-5 judge columns."
-)
 
 
 def similarity(samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float | None:
@@ -300,3 +295,28 @@ def similarity(samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float 
     a = embedder.encode([p for p, _ in pairs])
     b = embedder.encode([r for _, r in pairs])
     return float((a * b).sum(axis=1).clip(-1.0, 1.0).mean())
+
+
+class CaptionScorer:
+    """The judged part of one caption task, through the scorer contract's judge hooks."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.metric_keys: tuple[str, ...] = (CAPTION_TASKS[task],)
+        self.similarity_key = SIMILARITY_KEYS[task]
+
+    def plan(
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, judge_id: str
+    ) -> CaptionPlan:
+        return plan(self.task, samples, texts, profile, judge_id)
+
+    def aggregate(
+        self, plan_: CaptionPlan, judged: dict[str, Judgement], profile: Profile
+    ) -> TaskResult:
+        return aggregate(plan_, judged, profile)
+
+    def similarity(self, samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float | None:
+        return similarity(samples, texts, ctx)
+
+
+JUDGED_SCORERS: dict[str, CaptionScorer] = {t: CaptionScorer(t) for t in CAPTION_TASKS}

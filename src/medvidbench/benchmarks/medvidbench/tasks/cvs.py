@@ -17,13 +17,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
     TaskResult,
     balanced_task_result,
-    register,
 )
 
 COMPONENTS = ("two_structures", "cystic_plate", "hepatocystic_triangle")
@@ -114,4 +113,4 @@ class CVSScorer:
         return balanced_task_result(self.task, "cvs_acc", "comp:", "rating", results)
 
 
-register(CVSScorer())
+SCORER = CVSScorer()

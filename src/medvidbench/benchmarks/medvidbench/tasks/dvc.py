@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
@@ -28,7 +28,6 @@ from medvidbench.core.scoring import (
     diagnostics,
     group_by_dataset,
     mean_or_none,
-    register,
 )
 
 Event = tuple[float, float, str]
@@ -204,4 +203,4 @@ class DVCScorer:
         )
 
 
-register(DVCScorer())
+SCORER = DVCScorer()

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
@@ -31,7 +31,6 @@ from medvidbench.core.scoring import (
     diagnostics,
     group_by_dataset,
     micro_mean,
-    register,
 )
 
 _PUNCT = re.compile(r"[^\w\s-]")
@@ -186,4 +185,4 @@ class NAPScorer:
         )
 
 
-register(NAPScorer())
+SCORER = NAPScorer()

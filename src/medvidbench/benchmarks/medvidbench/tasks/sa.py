@@ -17,13 +17,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
     TaskResult,
     balanced_task_result,
-    register,
 )
 
 ASPECTS = (
@@ -149,4 +148,4 @@ class SAScorer:
         return balanced_task_result(self.task, "sa_acc", "aspect:", "level", results)
 
 
-register(SAScorer())
+SCORER = SAScorer()

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
@@ -27,7 +27,6 @@ from medvidbench.core.scoring import (
     diagnostics,
     group_by_dataset,
     micro_mean,
-    register,
 )
 
 Box = list[float]
@@ -170,4 +169,4 @@ class STGScorer:
         return TaskResult(self.task, {"stg_miou": miou}, per_dataset, diagnostics(results), results)
 
 
-register(STGScorer())
+SCORER = STGScorer()

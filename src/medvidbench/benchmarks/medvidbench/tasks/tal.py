@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from medvidbench.core.profiles import Profile
+from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
@@ -26,7 +26,6 @@ from medvidbench.core.scoring import (
     diagnostics,
     group_by_dataset,
     micro_mean,
-    register,
 )
 
 Segment = tuple[float, float]
@@ -200,4 +199,4 @@ class TALScorer:
         return TaskResult(self.task, metrics, per_dataset, diag, results)
 
 
-register(TALScorer())
+SCORER = TALScorer()

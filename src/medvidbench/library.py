@@ -1,0 +1,62 @@
+"""The library's entry points: evaluate or validate a file on any installed benchmark by slug.
+
+They resolve the benchmark through :mod:`medvidbench.benchmarks` (default: the only installed
+benchmark, or ``MEDVIDBENCH_BENCHMARK``) and call the shared core loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from medvidbench import benchmarks
+from medvidbench.core.benchmark import Benchmark
+
+if TYPE_CHECKING:
+    from medvidbench.core.evaluation import Report
+    from medvidbench.core.submission import MatchedSubmission
+
+
+def benchmark(which: Benchmark | str | None = None) -> Benchmark:
+    """A benchmark definition from itself, its slug, or None (the default benchmark)."""
+    return which if isinstance(which, Benchmark) else benchmarks.get(which)
+
+
+def evaluate(
+    predictions: Any,
+    ground_truth: Any,
+    profile: str | None = None,
+    *,
+    benchmark: Benchmark | str | None = None,
+    **options: Any,
+) -> Report:
+    """Score a prediction file (path, bytes or matched submission) against a test set.
+
+    Keyword options are those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``,
+    ``ctx``, ``progress``, ``judge``, ``judge_progress``, ``similarity``).
+    """
+    from medvidbench.core.evaluation import evaluate as run
+
+    return run(_resolve(benchmark), predictions, ground_truth, profile, **options)
+
+
+def load_ground_truth(
+    source: str | Path | bytes, *, benchmark: Benchmark | str | None = None
+) -> Any:
+    """Load and validate a benchmark's test set (raises listing every problem)."""
+    return _resolve(benchmark).load_ground_truth(source)
+
+
+def validate(
+    source: str | Path | bytes,
+    ground_truth: Any,
+    *,
+    benchmark: Benchmark | str | None = None,
+    name: str = "",
+) -> MatchedSubmission:
+    """Validate a prediction file against a loaded test set (never raises on its content)."""
+    bench = _resolve(benchmark)
+    return bench.validate_submission(source, ground_truth, name=name)
+
+
+_resolve = benchmark

@@ -1,0 +1,219 @@
+"""TallyBench: a benchmark that exists only in the test suite, to prove the plug-in seam.
+
+It follows docs/adding-a-benchmark.md and uses only the public contract (``medvidbench.core``):
+two tasks, ``count`` (how many objects: scored by relative error, *lower* is better) and
+``present`` (is the object there: accuracy, higher is better), and its own identity rule: a
+prediction names its item by ``case`` and ``task`` (one question per case and task).
+
+Test set: ``[{"case": "c001", "task": "count", "answer": "3", "site": "lab-a"}, ...]``.
+Predictions: ``[{"case": "c001", "task": "count", "prediction": "3 objects"}, ...]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task
+from medvidbench.core.errors import InvalidGroundTruthError, Problem, ProblemList
+from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
+from medvidbench.core.scoring import Context, SampleResult, TaskResult, diagnostics
+from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
+
+TASKS = ("count", "present")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    index: int
+    sample_id: str
+    task: str
+    dataset: str
+    answer: str
+
+
+@dataclass(slots=True)
+class TallySet:
+    samples: list[Item]
+    sha256: str
+    warnings: ProblemList = field(default_factory=ProblemList)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+def _records(source: str | Path | bytes, max_bytes: int, what: str) -> tuple[Any, str]:
+    data = source if isinstance(source, bytes) else read_bytes(source, max_bytes)
+    return json.loads(data), hashlib.sha256(data).hexdigest()
+
+
+def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> TallySet:
+    problems = ProblemList()
+    try:
+        raw, digest = _records(source, max_bytes, "ground truth")
+    except ValueError as exc:
+        problems.add(Problem("not-json", f"the ground truth is not JSON: {exc}"))
+        raise InvalidGroundTruthError(problems) from None
+    items: list[Item] = []
+    seen: set[tuple[str, str]] = set()
+    for i, rec in enumerate(raw if isinstance(raw, list) else []):
+        where = f"record {i}"
+        if not isinstance(rec, dict) or not all(
+            isinstance(rec.get(k), str) for k in ("case", "task", "answer")
+        ):
+            problems.add(Problem("missing-field", f"{where}: needs string case, task, answer", i))
+            continue
+        if rec["task"] not in TASKS:
+            problems.add(Problem("unknown-task", f"{where}: unknown task {rec['task']!r}", i))
+            continue
+        if (rec["case"], rec["task"]) in seen:
+            problems.add(Problem("duplicate", f"{where}: case {rec['case']!r} repeated", i))
+            continue
+        seen.add((rec["case"], rec["task"]))
+        items.append(
+            Item(len(items), rec["case"], rec["task"], rec.get("site", "all"), rec["answer"])
+        )
+    if not isinstance(raw, list):
+        problems.add(Problem("wrong-type", "the ground truth must be a list of records"))
+    if problems:
+        raise InvalidGroundTruthError(problems)
+    return TallySet(items, digest)
+
+
+def validate_submission(
+    source: str | Path | bytes, gt: TallySet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    data = source if isinstance(source, bytes) else read_bytes(source, max_bytes)
+    report = ValidationReport(
+        name or str(source)[:80] if not isinstance(source, bytes) else name,
+        hashlib.sha256(data).hexdigest(),
+        len(data),
+    )
+    predictions: list[str | None] = [None] * len(gt)
+    where = {(s.sample_id, s.task): s.index for s in gt.samples}
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:
+        report.errors.add(Problem("not-json", f"the submission is not JSON: {exc}"))
+        raw = []
+    for i, rec in enumerate(raw if isinstance(raw, list) else []):
+        report.records += 1
+        key = (rec.get("case"), rec.get("task")) if isinstance(rec, dict) else None
+        if key not in where or not isinstance(rec.get("prediction"), str):
+            report.errors.add(Problem("no-such-item", f"record {i}: no test item {key!r}", i))
+            continue
+        predictions[where[key]] = rec["prediction"]
+        report.matched += 1
+    for task in TASKS:
+        members = [s.index for s in gt.samples if s.task == task]
+        report.coverage[task] = TaskCoverage(
+            task, len(members), sum(predictions[i] is not None for i in members)
+        )
+    return MatchedSubmission(report, predictions)
+
+
+def _number(text: str) -> float | None:
+    found = _NUMBER.search(text)
+    return float(found.group()) if found else None
+
+
+class CountScorer:
+    """Relative counting error per item, min(1, |pred - truth| / max(truth, 1)); unreadable = 1."""
+
+    task = "count"
+    metric_keys = ("count_err",)
+
+    def evaluate(
+        self, samples: Sequence[Item], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        results = []
+        for s, text in zip(samples, texts, strict=True):
+            pred, truth = _number(text), float(s.answer)
+            err = 1.0 if pred is None else min(1.0, abs(pred - truth) / max(truth, 1.0))
+            results.append(SampleResult(s.index, s.dataset, pred is not None, {"count_err": err}))
+        mean = sum(r.values["count_err"] for r in results) / len(results)  # type: ignore[index]
+        return TaskResult(self.task, {"count_err": mean}, {}, diagnostics(results), results)
+
+
+class PresentScorer:
+    """Yes/no accuracy."""
+
+    task = "present"
+    metric_keys = ("present_acc",)
+
+    def evaluate(
+        self, samples: Sequence[Item], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        results = []
+        for s, text in zip(samples, texts, strict=True):
+            word = text.strip().lower().split(" ")[0].strip(".,") if text.strip() else ""
+            parsed = word in ("yes", "no")
+            results.append(
+                SampleResult(s.index, s.dataset, parsed, {"present_acc": float(word == s.answer)})
+            )
+        mean = sum(r.values["present_acc"] for r in results) / len(results)  # type: ignore[index]
+        return TaskResult(self.task, {"present_acc": mean}, {}, diagnostics(results), results)
+
+
+def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    """A test set of ``samples`` cases (two questions each) and two archetypes."""
+    rng = random.Random(seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    gt, exact, sloppy = [], [], []
+    for n in range(samples or 40):
+        case, count = f"c{n:03d}", rng.randint(0, 9)
+        gt += [
+            {"case": case, "task": "count", "answer": str(count), "site": f"lab-{n % 2}"},
+            {"case": case, "task": "present", "answer": "yes" if count else "no"},
+        ]
+        exact += [
+            {"case": case, "task": "count", "prediction": f"{count} objects"},
+            {"case": case, "task": "present", "prediction": "Yes." if count else "No."},
+        ]
+        sloppy += [
+            {"case": case, "task": "count", "prediction": f"about {count + 2}"},
+            {"case": case, "task": "present", "prediction": "yes"},
+        ]
+    written = {}
+    for name, body in (
+        ("ground_truth", gt),
+        ("predictions_exact", exact),
+        ("predictions_sloppy", sloppy),
+    ):
+        written[name] = out / f"{name}.json"
+        written[name].write_text(json.dumps(body))
+    return written
+
+
+BENCHMARK = Benchmark(
+    slug="tallybench",
+    title="TallyBench",
+    version="0.1",
+    scorer_version="0.1.0",
+    tasks=(Task("count", "CNT", "Counting"), Task("present", "PRS", "Presence")),
+    metrics=(
+        Metric(
+            "count_err", "Count error", "count", "Relative counting error", higher_is_better=False
+        ),
+        Metric("present_acc", "Presence acc", "present", "Presence accuracy"),
+    ),
+    profiles=(Profile("tally-v1", strict=True, description="The only rules."),),
+    load_ground_truth=load_ground_truth,
+    validate_submission=validate_submission,
+    scorers=lambda: {"count": CountScorer(), "present": PresentScorer()},
+    synthesise=synthesise,
+    archetypes=("exact", "sloppy"),
+    labels="public",
+    identity="A prediction names its item by case and task.",
+    about="TallyBench counts objects. It exists only to test the plug-in seam.",
+    licence="CC0",
+    primary_metric="count_err",
+)
