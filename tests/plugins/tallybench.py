@@ -15,7 +15,6 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,14 @@ from typing import Any
 from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task
 from medvidbench.core.errors import InvalidGroundTruthError, Problem, ProblemList
 from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
-from medvidbench.core.scoring import Context, SampleResult, TaskResult, diagnostics
+from medvidbench.core.scoring import (
+    SampleResult,
+    TaskResult,
+    TaskScorer,
+    diagnostics,
+    group_by_dataset,
+    micro_mean,
+)
 from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
 
 TASKS = ("count", "present")
@@ -119,47 +125,48 @@ def validate_submission(
     return MatchedSubmission(report, predictions)
 
 
-def _number(text: str) -> float | None:
-    found = _NUMBER.search(text)
-    return float(found.group()) if found else None
-
-
-class CountScorer:
+class CountScorer(TaskScorer):
     """Relative counting error per item, min(1, |pred - truth| / max(truth, 1)); unreadable = 1."""
 
     task = "count"
     metric_keys = ("count_err",)
 
-    def evaluate(
-        self, samples: Sequence[Item], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            pred, truth = _number(text), float(s.answer)
-            err = 1.0 if pred is None else min(1.0, abs(pred - truth) / max(truth, 1.0))
-            results.append(SampleResult(s.index, s.dataset, pred is not None, {"count_err": err}))
-        mean = sum(r.values["count_err"] for r in results) / len(results)  # type: ignore[index]
-        return TaskResult(self.task, {"count_err": mean}, {}, diagnostics(results), results)
+    def parse(self, text: str, item: Item, profile: Profile) -> float | None:
+        found = _NUMBER.search(text)
+        return float(found.group()) if found else None
+
+    def score_sample(self, parsed: float | None, item: Item, profile: Profile) -> SampleResult:
+        truth = float(item.answer)
+        err = 1.0 if parsed is None else min(1.0, abs(parsed - truth) / max(truth, 1.0))
+        return SampleResult(item.index, item.dataset, parsed is not None, {"count_err": err})
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
+        per_site = {
+            site: {"count_err": micro_mean(rs, "count_err"), "count": len(rs)}
+            for site, rs in group_by_dataset(results).items()
+        }
+        overall = {"count_err": micro_mean(results, "count_err")}
+        return TaskResult(self.task, overall, per_site, diagnostics(results), results)
 
 
-class PresentScorer:
-    """Yes/no accuracy."""
+class PresentScorer(TaskScorer):
+    """Yes/no accuracy; an answer that starts with neither word is unparsed and wrong."""
 
     task = "present"
     metric_keys = ("present_acc",)
 
-    def evaluate(
-        self, samples: Sequence[Item], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            word = text.strip().lower().split(" ")[0].strip(".,") if text.strip() else ""
-            parsed = word in ("yes", "no")
-            results.append(
-                SampleResult(s.index, s.dataset, parsed, {"present_acc": float(word == s.answer)})
-            )
-        mean = sum(r.values["present_acc"] for r in results) / len(results)  # type: ignore[index]
-        return TaskResult(self.task, {"present_acc": mean}, {}, diagnostics(results), results)
+    def parse(self, text: str, item: Item, profile: Profile) -> str | None:
+        words = text.strip().lower().split()
+        first = words[0].strip(".,!") if words else ""
+        return first if first in ("yes", "no") else None
+
+    def score_sample(self, parsed: str | None, item: Item, profile: Profile) -> SampleResult:
+        right = float(parsed == item.answer)
+        return SampleResult(item.index, item.dataset, parsed is not None, {"present_acc": right})
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
+        overall = {"present_acc": micro_mean(results, "present_acc")}
+        return TaskResult(self.task, overall, {}, diagnostics(results), results)
 
 
 def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:

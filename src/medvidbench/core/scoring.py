@@ -10,6 +10,7 @@ inputs (a sentence embedder) reaches it through the :class:`Context`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
@@ -34,6 +35,8 @@ class SampleResult:
         values: Per-sample numbers by metric key; None when the sample is excluded from the mean
             (a v1 skip rule), which is reported rather than hidden.
         note: Why it was excluded or not parsed, when that is useful to a researcher.
+        extra: Scorer-specific facts about the sample that a diagnostic aggregates (NAP: whether
+            the answer named a class exactly); None for most scorers.
     """
 
     index: int
@@ -41,6 +44,7 @@ class SampleResult:
     parsed: bool
     values: dict[str, float] | None
     note: str = ""
+    extra: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -96,7 +100,7 @@ class TestSet(Protocol):
 
 
 class Scorer(Protocol):
-    """A rule-based task's scoring entry point."""
+    """A rule-based task's scoring entry point (what the evaluator calls)."""
 
     task: str
     metric_keys: tuple[str, ...]
@@ -104,6 +108,50 @@ class Scorer(Protocol):
     def evaluate(
         self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> TaskResult: ...
+
+
+class TaskScorer(ABC):
+    """The scorer contract: a thin class over a task's pure functions.
+
+    A task says how to read one answer (:meth:`parse`), how to score one parsed answer against
+    its item (:meth:`score_sample`) and how per-sample results become the task's metrics
+    (:meth:`aggregate`); :meth:`evaluate`, the one loop every task shares, calls them in that
+    order and keeps every :class:`SampleResult`. Rewards and bootstrap intervals are computed
+    from the same :meth:`score_sample` results the board's numbers come from.
+
+    A task whose parsing is cheaper in bulk (NAP embeds every unmatched answer in one batch)
+    overrides :meth:`parse_all` instead of :meth:`parse`.
+    """
+
+    task: str
+    metric_keys: tuple[str, ...]
+
+    def parse(self, text: str, item: Any, profile: Profile) -> Any:
+        """Read one answer; never raises (an unreadable answer is a value, such as ``[]``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define parse or parse_all")
+
+    def parse_all(
+        self, items: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> list[Any]:
+        """Read every answer of the task (default: :meth:`parse` one at a time)."""
+        return [self.parse(t, item, profile) for item, t in zip(items, texts, strict=True)]
+
+    @abstractmethod
+    def score_sample(self, parsed: Any, item: Any, profile: Profile) -> SampleResult:
+        """One item's outcome: its per-sample metric values, or None with the reason."""
+
+    @abstractmethod
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
+        """The task's metrics, overall and per dataset, from its per-sample results."""
+
+    def evaluate(
+        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        parsed = self.parse_all(samples, texts, profile, ctx)
+        results = [
+            self.score_sample(p, item, profile) for p, item in zip(parsed, samples, strict=True)
+        ]
+        return self.aggregate(results, profile)
 
 
 class JudgePlan(Protocol):

@@ -14,14 +14,13 @@ any case; scores must be 0, 1 or 2; every sample counts and a missing component 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
-    Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     balanced_task_result,
 )
 
@@ -98,18 +97,18 @@ def score(gt: dict[str, int], pred: dict[str, int], strict: bool) -> dict[str, f
     return out
 
 
-class CVSScorer:
+class CVSScorer(TaskScorer):
     task = "cvs_assessment"
     metric_keys: tuple[str, ...] = ("cvs_acc",)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            pred = parse(text, profile.strict)
-            values = score(truth(s.structure(), s.answer), pred, profile.strict)
-            results.append(SampleResult(s.index, s.dataset, bool(pred), values))
+    def parse(self, text: str, item: Any, profile: Profile) -> dict[str, int]:
+        return parse(text, profile.strict)
+
+    def score_sample(self, parsed: dict[str, int], item: Any, profile: Profile) -> SampleResult:
+        values = score(truth(item.structure(), item.answer), parsed, profile.strict)
+        return SampleResult(item.index, item.dataset, bool(parsed), values)
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         return balanced_task_result(self.task, "cvs_acc", "comp:", "rating", results)
 
 

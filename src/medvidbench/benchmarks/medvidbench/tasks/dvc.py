@@ -22,9 +22,9 @@ from typing import Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
-    Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     diagnostics,
     group_by_dataset,
     mean_or_none,
@@ -159,27 +159,25 @@ def score(gt: list[Event], pred: list[Event], fps: float, strict: bool) -> float
     return f1([(int(a * fps), int(b * fps)) for a, b, _ in gt], frames)
 
 
-class DVCScorer:
+class DVCScorer(TaskScorer):
     task = "dense_captioning"
     metric_keys: tuple[str, ...] = ("dvc_f1",)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            pred = parse(text, profile.strict)
-            value = score(truth(s.structure()), pred, s.fps, profile.strict)
-            note = "" if value is not None else "no event parsed" if pred == [] else "no GT event"
-            results.append(
-                SampleResult(
-                    s.index,
-                    s.dataset,
-                    bool(pred),
-                    None if value is None else {"dvc_f1": value},
-                    note,
-                )
-            )
+    def parse(self, text: str, item: Any, profile: Profile) -> list[Event]:
+        return parse(text, profile.strict)
+
+    def score_sample(self, parsed: list[Event], item: Any, profile: Profile) -> SampleResult:
+        value = score(truth(item.structure()), parsed, item.fps, profile.strict)
+        note = "" if value is not None else "no event parsed" if parsed == [] else "no GT event"
+        return SampleResult(
+            item.index,
+            item.dataset,
+            bool(parsed),
+            None if value is None else {"dvc_f1": value},
+            note,
+        )
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         per_dataset: dict[str, dict[str, float | int | None]] = {}
         for d, rs in group_by_dataset(results).items():
             mean = mean_or_none([r.values["dvc_f1"] for r in rs if r.values is not None])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -28,6 +29,7 @@ from medvidbench.core.scoring import (
     Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     diagnostics,
     group_by_dataset,
     micro_mean,
@@ -113,6 +115,22 @@ def prepared_embedder() -> Any:
     return embedder
 
 
+@dataclass(frozen=True, slots=True)
+class NAPAnswer:
+    """One answer read against its item's class list.
+
+    Attributes:
+        parsed: Whether it counts as read (v1 maps every answer, even an empty one, to a class).
+        exact: Whether it names a class exactly (no embedding needed).
+        correct: Whether its class is the reference's; None when the reference label is not in
+            the class list (the sample is skipped).
+    """
+
+    parsed: bool
+    exact: bool
+    correct: bool | None
+
+
 def predict(texts: Sequence[str], classes: Sequence[str], ctx: Context) -> list[int]:
     """Class index per answer: exact match first, else nearest class embedding."""
     index = {c: i for i, c in enumerate(classes)}
@@ -126,22 +144,22 @@ def predict(texts: Sequence[str], classes: Sequence[str], ctx: Context) -> list[
     return out
 
 
-class NAPScorer:
+class NAPScorer(TaskScorer):
     task = "next_action"
     metric_keys: tuple[str, ...] = ("nap_acc",)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
+    def parse_all(
+        self, items: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> list[NAPAnswer]:
+        """Each answer's class against its item's class list, in one embedding batch."""
         strict = profile.strict
         groups: dict[tuple[str, str | None], list[int]] = {}
-        for i, s in enumerate(samples):
+        for i, s in enumerate(items):
             groups.setdefault(group_key(s.dataset, s.question, strict), []).append(i)
-        results: list[SampleResult | None] = [None] * len(samples)
-        exact = 0
+        out: list[NAPAnswer | None] = [None] * len(items)
         prepared = []
         for key, members in groups.items():
-            gts = [normalize(samples[i].answer, strict) for i in members]
+            gts = [normalize(items[i].answer, strict) for i in members]
             preds = [normalize(texts[i], strict) for i in members]
             classes = class_list(key, gts)
             if strict:
@@ -158,30 +176,44 @@ class NAPScorer:
             gt_index = {c: n for n, c in reversed(list(enumerate(classes)))}  # first occurrence
             predicted = predict(preds, classes, ctx)
             for i, gt, pred, p in zip(members, gts, preds, predicted, strict=True):
-                s = samples[i]
-                exact += pred in gt_index
-                parsed = bool(pred) or not strict  # v1 maps even an empty answer to a class
-                if gt not in gt_index:
-                    results[i] = SampleResult(
-                        s.index, s.dataset, parsed, None, "reference label not in the class list"
-                    )
-                    continue
-                correct = parsed and p == gt_index[gt]
-                results[i] = SampleResult(s.index, s.dataset, parsed, {"nap_acc": float(correct)})
-        done = [r for r in results if r is not None]
+                out[i] = NAPAnswer(
+                    parsed=bool(pred) or not strict,  # v1 maps even an empty answer to a class
+                    exact=pred in gt_index,
+                    correct=None if gt not in gt_index else p == gt_index[gt],
+                )
+        return [a for a in out if a is not None]
+
+    def score_sample(self, parsed: NAPAnswer, item: Any, profile: Profile) -> SampleResult:
+        extra = {"exact": parsed.exact}
+        if parsed.correct is None:
+            return SampleResult(
+                item.index,
+                item.dataset,
+                parsed.parsed,
+                None,
+                "reference label not in the class list",
+                extra,
+            )
+        correct = parsed.parsed and parsed.correct
+        return SampleResult(
+            item.index, item.dataset, parsed.parsed, {"nap_acc": float(correct)}, extra=extra
+        )
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         per_dataset: dict[str, dict[str, float | int | None]] = {
             d: {
                 "nap_acc": micro_mean(rs, "nap_acc"),
                 "count": len(rs),
                 "evaluated": sum(r.values is not None for r in rs),
             }
-            for d, rs in group_by_dataset(done).items()
+            for d, rs in group_by_dataset(results).items()
         }
-        diag = diagnostics(done)
-        diag["exact_match_rate"] = exact / len(done) if done else None
+        exact = sum(bool(r.extra and r.extra["exact"]) for r in results)
+        diag = diagnostics(results)
+        diag["exact_match_rate"] = exact / len(results) if results else None
         diag["skipped"] = diag["count"] - diag["evaluated"]
         return TaskResult(
-            self.task, {"nap_acc": micro_mean(done, "nap_acc")}, per_dataset, diag, done
+            self.task, {"nap_acc": micro_mean(results, "nap_acc")}, per_dataset, diag, results
         )
 
 

@@ -14,14 +14,13 @@ missing aspect is wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
-    Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     balanced_task_result,
 )
 
@@ -125,26 +124,26 @@ def score(
     return out
 
 
-class SAScorer:
+class SAScorer(TaskScorer):
     task = "skill_assessment"
     metric_keys: tuple[str, ...] = ("sa_acc",)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            pred = parse(text, profile.strict)
-            values = score(truth(s.structure(), s.answer), pred, profile.strict)
-            results.append(
-                SampleResult(
-                    s.index,
-                    s.dataset,
-                    pred[0] is not None,
-                    values,
-                    "" if values is not None else "no N/5 score found",
-                )
-            )
+    def parse(self, text: str, item: Any, profile: Profile) -> tuple[str | None, dict[str, int]]:
+        return parse(text, profile.strict)
+
+    def score_sample(
+        self, parsed: tuple[str | None, dict[str, int]], item: Any, profile: Profile
+    ) -> SampleResult:
+        values = score(truth(item.structure(), item.answer), parsed, profile.strict)
+        return SampleResult(
+            item.index,
+            item.dataset,
+            parsed[0] is not None,
+            values,
+            "" if values is not None else "no N/5 score found",
+        )
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         return balanced_task_result(self.task, "sa_acc", "aspect:", "level", results)
 
 

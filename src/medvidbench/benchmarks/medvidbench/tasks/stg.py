@@ -21,9 +21,9 @@ from typing import Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
-    Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     diagnostics,
     group_by_dataset,
     micro_mean,
@@ -143,24 +143,29 @@ def score(gt: dict[str, Box], pred: dict[str, Box], strict: bool = False) -> flo
     return sum(ious) / len(ious)
 
 
-class STGScorer:
+class STGScorer(TaskScorer):
     task = "stg"
     metric_keys: tuple[str, ...] = ("stg_miou",)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            gt = truth(s.structure())
-            pred = parse(text, list(gt), profile.strict)
-            if not gt:
-                results.append(
-                    SampleResult(s.index, s.dataset, bool(pred), None, "ground truth has no boxes")
-                )
-                continue
-            value = score(gt, pred, profile.strict)
-            results.append(SampleResult(s.index, s.dataset, bool(pred), {"stg_miou": value}))
+    def parse(
+        self, text: str, item: Any, profile: Profile
+    ) -> tuple[dict[str, Box], dict[str, Box]]:
+        """The predicted boxes, read at the ground truth's time keys (with that truth)."""
+        gt = truth(item.structure())
+        return parse(text, list(gt), profile.strict), gt
+
+    def score_sample(
+        self, parsed: tuple[dict[str, Box], dict[str, Box]], item: Any, profile: Profile
+    ) -> SampleResult:
+        pred, gt = parsed
+        if not gt:
+            return SampleResult(
+                item.index, item.dataset, bool(pred), None, "ground truth has no boxes"
+            )
+        value = score(gt, pred, profile.strict)
+        return SampleResult(item.index, item.dataset, bool(pred), {"stg_miou": value})
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         per_dataset: dict[str, dict[str, float | int | None]] = {
             d: {"stg_miou": micro_mean(rs, "stg_miou"), "count": len(rs)}
             for d, rs in group_by_dataset(results).items()

@@ -20,9 +20,9 @@ from typing import Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
-    Context,
     SampleResult,
     TaskResult,
+    TaskScorer,
     diagnostics,
     group_by_dataset,
     micro_mean,
@@ -173,18 +173,18 @@ def aggregate(results: Sequence[SampleResult]) -> dict[str, float | None]:
     return {k: micro_mean(results, k) for k in keys}
 
 
-class TALScorer:
+class TALScorer(TaskScorer):
     task = "tal"
     metric_keys: tuple[str, ...] = ("tag_miou_03", "tag_miou_05")
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
-        results = []
-        for s, text in zip(samples, texts, strict=True):
-            pred = parse(text, profile.strict)
-            values = score(truth(s.structure()), pred, s.fps, profile.strict)
-            results.append(SampleResult(s.index, s.dataset, bool(pred), values))
+    def parse(self, text: str, item: Any, profile: Profile) -> list[Segment]:
+        return parse(text, profile.strict)
+
+    def score_sample(self, parsed: list[Segment], item: Any, profile: Profile) -> SampleResult:
+        values = score(truth(item.structure()), parsed, item.fps, profile.strict)
+        return SampleResult(item.index, item.dataset, bool(parsed), values)
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         overall = aggregate(results)
         per_dataset: dict[str, dict[str, float | int | None]] = {
             d: {
