@@ -112,14 +112,14 @@ def scenario(name: str, env: dict[str, str], args: argparse.Namespace, workers: 
                 for _ in range(workers)
             ]
             try:
-                files = variants(data / "demo" / "predictions_weak.json", args.submissions)
+                files = variants(data / "demo" / "medvidbench" / "predictions_weak.json", args.submissions)
                 seconds = asyncio.run(submit_all(live.url, secret, files, parallel=4))
                 print(
                     f"[{name}] {args.submissions} submissions of 6,245 samples, upload to "
                     f"scored: {seconds:.1f} s = {args.submissions / seconds * 60:.0f} "
                     "submissions/minute"
                 )
-                for page in ("/board/official", "/board/community"):
+                for page in ("/b/medvidbench/board/official", "/b/medvidbench/board/community"):
                     r = asyncio.run(hammer(live.url + page, args.requests, args.concurrency))
                     print(
                         f"[{name}] GET {page} x{args.requests}, concurrency {args.concurrency}: "

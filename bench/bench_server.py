@@ -111,7 +111,7 @@ def first_after_start() -> None:
         env = clean_env(MEDVIDBENCH_QUOTA_PER_DAY="0")
         token = account_with_token(data, env)
         with serve(data, env) as live:
-            demo = (data / "demo" / "predictions_strong.json").read_bytes()
+            demo = (data / "demo" / "medvidbench" / "predictions_strong.json").read_bytes()
             mine = {"Authorization": f"Bearer {token}"}  # queued ones are the owner's to see
             started = time.perf_counter()
             answer = httpx.post(

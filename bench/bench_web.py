@@ -22,12 +22,12 @@ from pathlib import Path
 import httpx
 
 PATHS = (
-    "/board/community",
-    "/board/official",
-    "/board/community?sort=nap_acc&order=asc&page=5",
+    "/b/medvidbench/board/community",
+    "/b/medvidbench/board/official",
+    "/b/medvidbench/board/community?sort=nap_acc&order=asc&page=5",
     "/api/v1/boards/community",
-    "/about",
-    "/compare?entries=1,2",
+    "/b/medvidbench/about",
+    "/b/medvidbench/compare?entries=1,2",
     "/login",
 )
 
@@ -85,7 +85,7 @@ def main() -> None:
                 kind="community",
             )
             started = time.perf_counter()
-            page = client.get("/board/community?q=Changed+Model").text
+            page = client.get("/b/medvidbench/board/community?q=Changed+Model").text
             print(
                 f"after a change: board rebuilt in {(time.perf_counter() - started) * 1000:.1f}"
                 f" ms, new row shown: {'Changed Model' in page}"

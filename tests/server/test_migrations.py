@@ -13,12 +13,16 @@ from sqlalchemy import create_engine, text
 from medvidbench.server.store.db import MIGRATIONS, make_engine, upgrade
 
 
-def migrate_to_0001(engine) -> None:  # type: ignore[no-untyped-def]
+def migrate_to(engine, revision: str) -> None:  # type: ignore[no-untyped-def]
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
+        command.upgrade(config, revision)
+
+
+def migrate_to_0001(engine) -> None:  # type: ignore[no-untyped-def]
+    migrate_to(engine, "0001")
 
 
 def test_0002_gives_existing_teams_an_owner_and_keeps_users_approved(
@@ -57,4 +61,31 @@ def test_0002_gives_existing_teams_an_owner_and_keeps_users_approved(
             assert teams == [1, 1]
             tokens = conn.execute(text("SELECT COUNT(*) FROM api_tokens")).scalar()
             assert tokens == 1
+        engine.dispose()
+
+
+def test_0003_makes_every_existing_test_set_medvidbench_s_and_keeps_its_boards(
+    tmp_path, postgres_url
+) -> None:  # type: ignore[no-untyped-def]
+    for url in (f"sqlite:///{tmp_path / 'old3.sqlite3'}", postgres_url):
+        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
+        migrate_to(engine, "0002")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO benchmarks (id, name, gt_sha256, sample_count, task_counts, "
+                    "is_demo, is_current, generation, created_at) VALUES (1, 'MedVidBench', "
+                    ":sha, 6245, '{}', :no, :yes, 4, CURRENT_TIMESTAMP)"
+                ),
+                {"sha": "a" * 64, "no": False, "yes": True},
+            )
+            conn.execute(
+                text("INSERT INTO boards (id, benchmark_id, kind) VALUES (1, 1, 'official')")
+            )
+        upgrade(engine)
+        with engine.begin() as conn:
+            row = conn.execute(text("SELECT slug, is_current, generation FROM benchmarks")).one()
+            assert (row.slug, bool(row.is_current), row.generation) == ("medvidbench", True, 4)
+            board = conn.execute(text("SELECT benchmark_id, kind FROM boards")).one()
+            assert tuple(board) == (1, "official")
         engine.dispose()

@@ -43,9 +43,9 @@ def test_new_accounts_can_wait_for_an_admins_approval(
     assert sign_up(client, "newbie") == 303
     account = client.get("/account").text
     assert "Your account waits for an administrator's approval" in account
-    token = csrf(client, "/submit")
+    token = csrf(client, "/b/medvidbench/submit")
     refused = client.post(
-        "/submit",
+        "/b/medvidbench/submit",
         files={"file": ("p.json", synthetic["weak"].read_bytes(), "application/json")},
         data={"model_name": "Too early", "csrf": token},
     )
@@ -59,9 +59,9 @@ def test_new_accounts_can_wait_for_an_admins_approval(
     )
     assert approved.status_code == 303
     accepted = client.post(
-        "/submit",
+        "/b/medvidbench/submit",
         files={"file": ("p.json", synthetic["weak"].read_bytes(), "application/json")},
-        data={"model_name": "After approval", "csrf": csrf(client, "/submit")},
+        data={"model_name": "After approval", "csrf": csrf(client, "/b/medvidbench/submit")},
     )
     assert accepted.status_code == 303, accepted.text[:500]
 

@@ -57,7 +57,7 @@ def test_a_page_on_another_port_cannot_submit_with_the_victims_cookie(server: Li
     victim = logged_in(server)
     before = stored_submissions(server)
     evil = f"http://127.0.0.1:{server.port + 1}"
-    demo = server.data / "demo" / "predictions_strong.json"
+    demo = server.data / "demo" / "medvidbench" / "predictions_strong.json"
     answer = victim.post(
         "/api/v1/submissions",
         headers={"Origin": evil},
@@ -66,9 +66,9 @@ def test_a_page_on_another_port_cannot_submit_with_the_victims_cookie(server: Li
     )
     assert answer.status_code == 401 and "API token" in answer.json()["message"]
     # The form needs the page's CSRF token; even with it, a foreign Origin is refused.
-    token = csrf_of(victim, "/submit")
+    token = csrf_of(victim, "/b/medvidbench/submit")
     forged_form = victim.post(
-        "/submit",
+        "/b/medvidbench/submit",
         headers={"Origin": evil},
         files={"file": ("p.json", demo.read_bytes(), "application/json")},
         data={"model_name": "Forged form", "csrf": token},
@@ -96,8 +96,8 @@ def test_an_anonymous_upload_is_refused_before_its_body_is_read(server: Live) ->
     # close would make the kernel reset the connection and could swallow the answer.)
     answer = raw_post(server, "/api/v1/submissions", 100 << 20, 16 << 10)
     assert answer.startswith("HTTP/1.1 401"), answer[:200]
-    page = raw_post(server, "/submit", 100 << 20, 16 << 10)
-    assert page.startswith("HTTP/1.1 303") and "/login?next=/submit" in page
+    page = raw_post(server, "/b/medvidbench/submit", 100 << 20, 16 << 10)
+    assert page.startswith("HTTP/1.1 303") and "/login?next=/b/medvidbench/submit" in page
     bogus = raw_post(
         server, "/api/v1/submissions", 100 << 20, 16 << 10, "Authorization: Bearer mvb_nope\r\n"
     )
@@ -133,7 +133,7 @@ def test_a_streamed_oversized_form_upload_is_a_413_not_a_500(tmp_path: Path) -> 
     create_user(data, "victim", PASSWORD)
     with live_server(data, env={"MEDVIDBENCH_MAX_SUBMISSION_BYTES": "6000000"}) as live:
         client = logged_in(live)
-        token = csrf_of(client, "/submit")
+        token = csrf_of(client, "/b/medvidbench/submit")
         boundary = "XyZ"
 
         def body() -> Iterator[bytes]:
@@ -148,7 +148,7 @@ def test_a_streamed_oversized_form_upload_is_a_413_not_a_500(tmp_path: Path) -> 
             yield f"]\r\n--{boundary}--\r\n".encode()
 
         answer = client.post(
-            "/submit",
+            "/b/medvidbench/submit",
             content=body(),
             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
         )
@@ -196,7 +196,7 @@ def test_the_data_folder_is_the_owners_alone(server: Live) -> None:
     answer = client.post("/account/tokens", data={"name": "p", "csrf": csrf_of(client, "/account")})
     secret = re.search(r'id="new-token">(mvb_[^<]+)<', answer.text)
     assert secret
-    demo = server.data / "demo" / "predictions_weak.json"
+    demo = server.data / "demo" / "medvidbench" / "predictions_weak.json"
     sent = httpx.post(
         f"{server.url}/api/v1/submissions",
         headers={"Authorization": f"Bearer {secret.group(1)}"},

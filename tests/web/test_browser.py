@@ -84,16 +84,18 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     token = page.locator("#new-token").inner_text()
     assert token.startswith("mvb_")
     shot(page, "account")
-    page.goto(f"{live['url']}/submit")
+    page.goto(f"{live['url']}/b/medvidbench/submit")
     page.fill("input[name=model_name]", "Browser Strong")
-    page.set_input_files("input[name=file]", str(live["data"] / "demo" / "predictions_strong.json"))
+    page.set_input_files(
+        "input[name=file]", str(live["data"] / "demo" / "medvidbench" / "predictions_strong.json")
+    )
     shot(page, "submit")
     page.click("button:has-text('Submit')")
     page.wait_for_url("**/submissions/*")
     page.wait_for_selector("#timeline[data-status=scored]", timeout=60_000)  # live update
     assert "TAG_mIoU@0.3" in page.content()
     shot(page, "submission")
-    page.goto(f"{live['url']}/board/community")
+    page.goto(f"{live['url']}/b/medvidbench/board/community")
     row = page.locator("table#board tbody tr").first
     assert "Browser Strong" in row.inner_text() and "not judged" in row.inner_text()  # no judge
     shot(page, "community-board")
@@ -103,16 +105,16 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     assert csv_text.startswith("rank,model") and "Browser Strong" in csv_text
     entries = httpx.get(f"{live['url']}/api/v1/boards/community").json()
     official = httpx.get(f"{live['url']}/api/v1/boards/official").json()
-    page.goto(f"{live['url']}/compare?entries={entries[0]['entry_id']},{official[0]['entry_id']}")
+    page.goto(f"{live['url']}/b/medvidbench/compare?entries={entries[0]['entry_id']},{official[0]['entry_id']}")
     page.wait_for_selector("#chart .main-svg", timeout=30_000)  # plotly, served locally
     assert page.locator("#compare-table thead th").count() == 3
     shot(page, "compare")
-    page.goto(f"{live['url']}/about")
+    page.goto(f"{live['url']}/b/medvidbench/about")
     shot(page, "about")
 
     # The same server through the command line: identical scores to the offline evaluator.
-    predictions = live["data"] / "demo" / "predictions_weak.json"
-    ground_truth = live["data"] / "demo" / "ground_truth.json"
+    predictions = live["data"] / "demo" / "medvidbench" / "predictions_weak.json"
+    ground_truth = live["data"] / "demo" / "medvidbench" / "ground_truth.json"
     cli = [sys.executable, "-m", "medvidbench"]
     sent = subprocess.run(
         [
@@ -146,7 +148,7 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
         [
             *cli,
             "evaluate",
-            str(live["data"] / "demo" / "predictions_strong.json"),
+            str(live["data"] / "demo" / "medvidbench" / "predictions_strong.json"),
             "--ground-truth",
             str(ground_truth),
             "--json",
@@ -174,18 +176,18 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     )
     row.locator("form[action='/admin/promote'] input[name=confirm]").check()
     row.locator("button:has-text('Promote')").click()
-    page.wait_for_url("**/admin")
-    page.goto(f"{live['url']}/board/official")
+    page.wait_for_url("**/admin?benchmark=medvidbench")
+    page.goto(f"{live['url']}/b/medvidbench/board/official")
     promoted = page.locator("table#board tbody tr", has_text="Browser Strong")
     assert "verified" in promoted.inner_text()
     page.goto(f"{live['url']}/admin")
     reported = page.locator("tr", has_text="Qwen3.5-4B").first
     reported.locator("input[name=confirm]").check()
     reported.locator("button:has-text('Remove')").click()
-    page.wait_for_url("**/admin")
+    page.wait_for_url("**/admin?benchmark=medvidbench")
     audit = page.locator("#audit").inner_text()
     assert "entry.promote" in audit and "entry.remove" in audit
-    page.goto(f"{live['url']}/board/official")
+    page.goto(f"{live['url']}/b/medvidbench/board/official")
     assert "Qwen3.5-4B" not in page.locator("table#board").inner_text()
     page.close()
 
@@ -210,7 +212,7 @@ def test_api_docs_render_offline_and_pages_log_no_errors(
     operations = page.locator(".opblock-summary-path").all_inner_texts()
     assert "/api/v1/submissions" in " ".join(operations) and len(operations) >= 8
     shot(page, "api-docs")
-    for path in ("/", "/board/community", "/about", "/login", "/signup", "/compare"):
+    for path in ("/", "/b/medvidbench/board/community", "/b/medvidbench/about", "/login", "/signup", "/b/medvidbench/compare"):
         page.goto(f"{live['url']}{path}")
         page.wait_for_load_state("networkidle")
     assert errors == [] and outside == []

@@ -13,14 +13,14 @@ from tests.web.conftest import csrf, login
 
 PAGES = [
     "/",
-    "/board/official",
-    "/board/community",
-    "/about",
-    "/compare",
+    "/b/medvidbench/board/official",
+    "/b/medvidbench/board/community",
+    "/b/medvidbench/about",
+    "/b/medvidbench/compare",
     "/login",
     "/signup",
-    "/compare?entries=1,2",
-    "/board/official?sort=nap_acc&order=asc&q=qwen",
+    "/b/medvidbench/compare?entries=1,2",
+    "/b/medvidbench/board/official?sort=nap_acc&order=asc&q=qwen",
 ]
 
 
@@ -37,7 +37,7 @@ def test_pages_render_small_with_security_headers(client: TestClient, path: str)
 
 
 def test_about_names_metrics_correctly(client: TestClient) -> None:
-    text = client.get("/about").text
+    text = client.get("/b/medvidbench/about").text
     assert "TAG_mIoU@0.3" in text and "not mAP" in text
     assert "R2 medical terminology, R3" in text and "R7" not in text
     assert "average rank" in text
@@ -51,7 +51,7 @@ def test_login_logout_and_wrong_password(client: TestClient, web_runtime: Runtim
     )
     assert wrong.status_code == 401 and "wrong username or password" in wrong.text
     client.post("/logout", data={"csrf": csrf(client, "/")})
-    assert client.get("/submit").headers["location"] == "/login?next=/submit"
+    assert client.get("/b/medvidbench/submit").headers["location"] == "/login?next=/b/medvidbench/submit"
 
 
 def test_forms_without_the_csrf_token_are_refused(client: TestClient, web_runtime: Runtime) -> None:
@@ -64,10 +64,10 @@ def test_submit_through_the_form(
     client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
 ) -> None:
     login(client, web_runtime)
-    token = csrf(client, "/submit")
+    token = csrf(client, "/b/medvidbench/submit")
     with synthetic["strong"].open("rb") as fh:
         response = client.post(
-            "/submit",
+            "/b/medvidbench/submit",
             data={"model_name": "FormModel", "csrf": token, "prompting": "zero-shot"},
             files={"file": ("p.json", fh, "application/json")},
         )
@@ -77,7 +77,7 @@ def test_submit_through_the_form(
     assert "Per dataset" in detail.text
     with synthetic["ground_truth"].open("rb") as fh:
         refused = client.post(
-            "/submit",
+            "/b/medvidbench/submit",
             data={"model_name": "GT", "csrf": token},
             files={"file": ("gt.json", fh, "application/json")},
         )
@@ -93,7 +93,7 @@ def test_hostile_names_are_escaped(client: TestClient, web_runtime: Runtime) -> 
         {"cvs_acc": 0.5},
         source='"><b>x</b>',
     )
-    text = client.get("/board/official").text
+    text = client.get("/b/medvidbench/board/official").text
     assert "<script>alert(1)</script>" not in text and "&lt;script&gt;alert(1)" in text
     assert "<img src=x" not in text and "<b>x</b>" not in text
 
@@ -124,7 +124,7 @@ def test_admin_pages_need_the_admin_role_and_confirmation(
         },
     )
     assert done.status_code == 303
-    assert "Manual" in client.get("/board/official").text
+    assert "Manual" in client.get("/b/medvidbench/board/official").text
     assert "entry.add" in client.get("/admin").text
     assert client.post("/admin/explode", data={"csrf": token, "confirm": "yes"}).status_code == 404
 
@@ -162,12 +162,12 @@ def test_hostile_submission_fields_are_escaped_on_every_page(
     client.post("/logout", data={"csrf": csrf(client, "/")})
     login(client, web_runtime, "admin2", "admin")
     for path in (
-        "/board/community",
+        "/b/medvidbench/board/community",
         f"/submissions/{sid}",
         f"/compare?entries={entry}",
         "/admin",
         "/account",
-        "/board/community?q=%3Cscript%3E",
+        "/b/medvidbench/board/community?q=%3Cscript%3E",
     ):
         text = client.get(path).text
         assert "<script>alert" not in text and "<img src=x" not in text, path
@@ -191,7 +191,7 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
     page = client.get(f"/submissions/{sub.id}").text
     assert "Not judged: no judge configured on this server" in page
     assert 'data-final="yes"' in page and ">pending<" not in page and "pending judge" not in page
-    board = client.get("/board/community").text
+    board = client.get("/b/medvidbench/board/community").text
     assert "not judged" in board and ">pending<" not in board
     assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
 
@@ -207,10 +207,10 @@ def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_tabl
 ) -> None:
     from medvidbench.benchmarks.medvidbench.metrics import METRICS
 
-    board = client.get("/board/official").text
+    board = client.get("/b/medvidbench/board/official").text
     assert f"all {len(METRICS)} metrics" in board
     judged = [m.column for m in METRICS if m.judged]
-    compare = client.get("/compare?entries=1,2").text
+    compare = client.get("/b/medvidbench/compare?entries=1,2").text
     assert all(f"{c} (1-5)" in compare for c in judged)
-    about = client.get("/about").text
+    about = client.get("/b/medvidbench/about").text
     assert f"average rank over the {sum(m.ranked for m in METRICS)} ranked metrics" in about

@@ -182,10 +182,10 @@ def test_hidden_labels_stay_hidden(
     assert refused.status_code == 422
     pages = [
         "/",
-        "/board/official",
-        "/board/community",
-        "/about",
-        "/compare",
+        "/b/medvidbench/board/official",
+        "/b/medvidbench/board/community",
+        "/b/medvidbench/about",
+        "/b/medvidbench/compare",
         "/account",
         f"/submissions/{sid}",
         "/api/v1/health",

@@ -22,10 +22,17 @@ from medvidbench.core.errors import UsageError
 DataDir = Annotated[
     Path | None, typer.Option("--data-dir", help="Data folder (default: MEDVIDBENCH_DATA_DIR).")
 ]
+BenchmarkSlug = Annotated[
+    str | None,
+    typer.Option(
+        "--benchmark",
+        help="Benchmark slug (default: MEDVIDBENCH_BENCHMARK, else the only or first hosted one).",
+    ),
+]
 db_app = typer.Typer(help="The server's database.", no_args_is_help=True)
 users_app = typer.Typer(help="User accounts.", no_args_is_help=True)
 tokens_app = typer.Typer(help="API tokens.", no_args_is_help=True)
-bench_app = typer.Typer(help="Benchmarks (ground-truth test sets).", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks and their test sets.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
@@ -106,15 +113,25 @@ def tokens_create(
 @friendly
 def benchmarks_load(
     ground_truth: Annotated[Path, typer.Argument(help="Ground-truth file (SFT format).")],
-    name: Annotated[str, typer.Option(help="Display name.")] = "MedVidBench",
+    name: Annotated[str, typer.Option(help="Display name (default: the benchmark's title).")] = "",
     demo: Annotated[bool, typer.Option(help="Label it as demo data.")] = False,
+    benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Validate a ground-truth file and make it the current benchmark."""
+    """Validate a ground-truth file and make it its benchmark's current test set."""
     from medvidbench.server.services.leaderboards import load_benchmark
 
-    bench = load_benchmark(runtime(data_dir), ground_truth, name=name, demo=demo)  # type: ignore[arg-type]
-    print(f"benchmark {bench.id}: {bench.sample_count:,} samples, sha256 {bench.gt_sha256}")
+    bench = load_benchmark(
+        runtime(data_dir),  # type: ignore[arg-type]
+        ground_truth,
+        name=name,
+        demo=demo,
+        slug=benchmark,
+    )
+    print(
+        f"{bench.slug} test set {bench.id}: {bench.sample_count:,} samples, "
+        f"sha256 {bench.gt_sha256}"
+    )
 
 
 @app.command()
@@ -141,16 +158,18 @@ def worker(
 @friendly
 def rescore(
     profile: Annotated[str, typer.Option(help="Profile to add evaluations under.")] = "strict-v2",
+    benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Queue a re-scoring of every scored submission (old evaluations are kept)."""
+    """Queue a re-scoring of a benchmark's scored submissions (old evaluations are kept)."""
     from medvidbench.server.jobs import attach_queue
     from medvidbench.server.services.processing import on_board
 
     rt = runtime(data_dir)
-    rt.benchmark.profile(profile)  # type: ignore[attr-defined]  # unknown names stop here
+    slug = rt.definition(benchmark).slug  # type: ignore[attr-defined]
+    rt.definition(slug).profile(profile)  # type: ignore[attr-defined]  # unknown names stop here
     jobs = attach_queue(rt)  # type: ignore[arg-type]
-    ids = on_board(rt)  # type: ignore[arg-type]
+    ids = on_board(rt, slug)  # type: ignore[arg-type]
     for sid in ids:
         jobs.rescore(sid, profile)
     print(f"queued {len(ids)} re-scoring job(s) under {profile}")
@@ -161,12 +180,13 @@ def rescore(
 def export(
     board: Annotated[str, typer.Option(help="official or community.")] = "official",
     fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print a ranked board with every metric and its provenance."""
     from medvidbench.server.services.leaderboards import export_board
 
-    sys.stdout.write(export_board(runtime(data_dir), board, fmt))  # type: ignore[arg-type]
+    sys.stdout.write(export_board(runtime(data_dir), board, fmt, slug=benchmark))  # type: ignore[arg-type]
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -256,21 +276,25 @@ def serve(
                 "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
                 "('medvidbench users create NAME --admin'); refusing to start"
             )
-    bench = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
+    hosted = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
     attach_queue(rt)  # type: ignore[arg-type]
     consumer = start_embedded_consumer(rt, workers) if workers else None  # type: ignore[arg-type]
     app_ = create_app(rt)  # type: ignore[arg-type]
     _warm_up_in_background(rt, pages=True)
     where = rt.data_dir  # type: ignore[attr-defined]
-    err.print(
-        f"MedVidBench leaderboard on http://{host}:{port}/  ({bench.sample_count:,} "
-        f"samples{', synthetic demo data' if bench.is_demo else ''}; data in {where})",
-        highlight=False,
-    )
-    if bench.is_demo:
+    err.print(f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
+    for bench in hosted:
         err.print(
-            f"example prediction files to submit: {where / 'demo'}", highlight=False, soft_wrap=True
+            f"  {bench.name}: http://{host}:{port}/b/{bench.slug}/  ({bench.sample_count:,} "
+            f"samples{', synthetic demo data' if bench.is_demo else ''})",
+            highlight=False,
         )
+        if bench.is_demo:
+            err.print(
+                f"  example prediction files to submit: {where / 'demo' / bench.slug}",
+                highlight=False,
+                soft_wrap=True,
+            )
     err.print(judge.describe(), highlight=False)
     if not has_admin:
         err.print(

@@ -145,6 +145,7 @@ class Benchmark:
         reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
             results shown as reported rows.
         identity: How a prediction finds its test item (for the docs and the About page).
+        submission_format: One sentence on the prediction file, for the submit page.
         about: The About page's text (plain paragraphs separated by blank lines).
         citation: BibTeX, or "".
         links: Display name to URL (paper, dataset, code).
@@ -169,6 +170,7 @@ class Benchmark:
     reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple
     labels: Labels = "hidden"
     identity: str = ""
+    submission_format: str = "a JSON file of predictions."
     about: str = ""
     citation: str = ""
     links: Mapping[str, str] = field(default_factory=dict)

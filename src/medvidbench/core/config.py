@@ -43,14 +43,22 @@ class Settings(BaseSettings):
         description="Job queue: redis://host:port/db for many workers; default: a SQLite "
         "queue in the data folder, consumed by 'medvidbench serve' itself.",
     )
+    benchmarks: str = Field(
+        "",
+        description="Comma-separated slugs of the benchmarks this server hosts; default: every "
+        "installed benchmark plug-in. The first is the default for old URLs and clients unless "
+        "MEDVIDBENCH_BENCHMARK names another.",
+    )
     quota_per_day: int = Field(
         5,
         ge=0,
-        description="Submissions per team (or user without a team) per day; rejected "
-        "and failed ones do not count; 0 for no limit.",
+        description="Submissions per team (or user without a team) per day and benchmark; "
+        "rejected and failed ones do not count; 0 for no limit.",
     )
     quota_per_month: int = Field(
-        30, ge=0, description="Submissions per team (or user) per 30 days; 0 for no limit."
+        30,
+        ge=0,
+        description="Submissions per team (or user) per 30 days and benchmark; 0 for no limit.",
     )
     job_lease_seconds: int = Field(
         120,

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
-from medvidbench.core.errors import NotFoundError
+from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.services.board_cache import BoardCache
 from medvidbench.server.store.db import database_url, make_engine, make_sessions
 from medvidbench.server.upload_check import UploadChecker
@@ -68,9 +68,35 @@ class Runtime:
         self.boards = BoardCache()  # ranked board rows, per benchmark generation
 
     @cached_property
-    def benchmark(self) -> Benchmark:
-        """The hosted benchmark's definition (the default one of :mod:`medvidbench.benchmarks`)."""
-        return benchmarks.get()
+    def hosted(self) -> list[str]:
+        """The slugs of the benchmarks this server hosts (``MEDVIDBENCH_BENCHMARKS``, else
+        every installed plug-in), each checked to load."""
+        wanted = [s.strip() for s in self.settings.benchmarks.split(",") if s.strip()]
+        slugs = wanted or benchmarks.slugs()
+        for slug in slugs:
+            benchmarks.get(slug)  # an unknown or broken plug-in stops the server at start
+        if not slugs:
+            raise UsageError("no benchmark plug-in is installed")
+        return slugs
+
+    @property
+    def default_slug(self) -> str:
+        """The benchmark of the old single-benchmark URLs and of clients that name none."""
+        preferred = benchmarks.default_slug()
+        return preferred if preferred in self.hosted else self.hosted[0]
+
+    def definition(self, slug: str | None = None) -> Benchmark:
+        """A hosted benchmark's definition (None: the default one).
+
+        Raises:
+            NotFoundError: for a slug this server does not host.
+        """
+        slug = slug or self.default_slug
+        if slug not in self.hosted:
+            raise NotFoundError(
+                f"no benchmark {slug!r} on this server; hosted: {', '.join(self.hosted)}"
+            )
+        return benchmarks.get(slug)
 
     @cached_property
     def engine(self) -> Engine:
@@ -131,11 +157,11 @@ class Runtime:
         except FileNotFoundError:
             raise NotFoundError(f"stored file {path.name} is missing") from None
 
-    def ground_truth(self, sha256: str) -> Any:
+    def ground_truth(self, sha256: str, slug: str | None = None) -> Any:
         """A stored test set, loaded once per process."""
         with self._gt_lock:
             if sha256 not in self._gt_cache:
-                self._gt_cache[sha256] = self.benchmark.load_ground_truth(
+                self._gt_cache[sha256] = self.definition(slug).load_ground_truth(
                     self.read(self.benchmark_path(sha256))
                 )
             return self._gt_cache[sha256]

@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 ABOUT = """MedVidBench tests video-language models on surgical and nursing videos: 6,245 test \
 questions over 8 tasks from 8 source datasets (AVOS, CholecT50, CholecTrack20, Cholec80_CVS, \
 CoPESD, EgoSurgery, NurViD, JIGSAWS), about 103,742 frames; 51,505 training samples. It was \
-introduced with MedGRPO (Su et al., 2025). The test labels are hidden: the server never shows \
-ground truth.
+introduced with MedGRPO (Su et al., 2025).
+
+TAG is temporal action localisation; its metric is a thresholded mean IoU, not mAP. Exact \
+definitions, with the published leaderboard's quirks and our corrections side by side, are in \
+the project documentation (docs/metrics.md).
 
 DVC_llm, VS_llm and RC_llm are scored 1-5 by a language model on five aspects: R2 medical \
 terminology, R3 anatomy and instrument detail, R8 specificity, R5 clinical context, R4 action \
@@ -120,6 +123,8 @@ BENCHMARK = Benchmark(
     reported_results=reported_results,
     labels="hidden",
     identity=IDENTITY,
+    submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '
+    "inference script's results.json).",
     about=ABOUT,
     citation=CITATION,
     links={

@@ -38,29 +38,40 @@ KINDS = ("official", "community")
 def load_benchmark(
     runtime: Runtime,
     path: str | Path,
-    name: str = "MedVidBench",
+    name: str = "",
     demo: bool = False,
     actor: User | None = None,
+    slug: str | None = None,
 ) -> Benchmark:
-    """Validate a ground-truth file, keep a copy, and make it the current benchmark."""
+    """Validate a ground-truth file of benchmark ``slug`` (None: the default one), keep a copy,
+    and make it that benchmark's current test set (other benchmarks' are left alone)."""
+    definition = runtime.definition(slug)
     data = read_bytes(path, runtime.settings.max_submission_bytes)
-    gt = runtime.benchmark.load_ground_truth(data)
+    gt = definition.load_ground_truth(data)
     with transaction(runtime.sessions) as session:
         bench = session.scalar(select(Benchmark).where(Benchmark.gt_sha256 == gt.sha256))
         if bench is None:
             runtime.write_atomically(runtime.benchmark_path(gt.sha256), data)
             bench = Benchmark(
-                name=name[:80],
+                slug=definition.slug,
+                name=(name or definition.title)[:80],
                 gt_sha256=gt.sha256,
                 sample_count=len(gt),
-                task_counts=gt.task_counts(),
+                task_counts=_task_counts(definition, gt),
                 is_demo=demo,
             )
             session.add(bench)
             session.flush()
             for kind in KINDS:
                 session.add(Board(benchmark_id=bench.id, kind=kind))
-        for other in session.scalars(select(Benchmark).where(Benchmark.id != bench.id)):
+        elif bench.slug != definition.slug:
+            raise ConflictError(
+                f"this file is already loaded as a test set of {bench.slug!r}, "
+                f"not of {definition.slug!r}"
+            )
+        for other in session.scalars(
+            select(Benchmark).where(Benchmark.id != bench.id, Benchmark.slug == bench.slug)
+        ):
             other.is_current = False
         bench.is_current = True
         session.flush()
@@ -75,6 +86,14 @@ def load_benchmark(
             demo=demo,
         )
     return bench
+
+
+def _task_counts(definition: Any, gt: Any) -> dict[str, int]:
+    """Items per task, in the definition's task order."""
+    counts: dict[str, int] = {}
+    for item in gt.samples:
+        counts[item.task] = counts.get(item.task, 0) + 1
+    return {t.name: counts[t.name] for t in definition.tasks if t.name in counts}
 
 
 def _board(session: Session, benchmark_id: int, kind: str) -> Board:
@@ -111,10 +130,12 @@ class BoardRow:
     source: str | None
 
 
-def board_rows(runtime: Runtime, kind: str, benchmark_id: int | None = None) -> list[BoardRow]:
-    """The ranked rows of a board (computed once per change of its benchmark, then reused;
-    callers must not modify them)."""
-    bench_id = benchmark_id or current_benchmark(runtime).id
+def board_rows(
+    runtime: Runtime, kind: str, benchmark_id: int | None = None, slug: str | None = None
+) -> list[BoardRow]:
+    """The ranked rows of a board of a test set (default: the current one of ``slug``),
+    computed once per change of its boards, then reused; callers must not modify them."""
+    bench_id = benchmark_id or current_benchmark(runtime, slug).id
     if kind not in KINDS:
         raise NotFoundError(f"no board {kind!r}; expected official or community")
     with runtime.sessions() as session:
@@ -127,6 +148,9 @@ def board_rows(runtime: Runtime, kind: str, benchmark_id: int | None = None) -> 
 def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     with runtime.sessions() as session:
         board = _board(session, bench_id, kind)
+        definition = runtime.definition(
+            session.scalar(select(Benchmark.slug).where(Benchmark.id == bench_id))
+        )
         # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.
         entries = session.execute(
             select(
@@ -157,8 +181,8 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 ).where(Submission.id.in_(ids[start : start + 500]))
             )
         }
-        evals = current_evaluations(session, ids, runtime.benchmark)
-    keys = runtime.benchmark.metric_keys
+        evals = current_evaluations(session, ids, definition)
+    keys = definition.metric_keys
     raw = []
     for e in entries:
         ev = evals.get(e.submission_id) if e.submission_id else None
@@ -166,7 +190,7 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
         metrics.update((ev.metrics if ev else e.reported_metrics) or {})
         raw.append((e, ev, {k: metrics.get(k) for k in keys}))
     ranked = rank_rows(
-        [(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)], runtime.benchmark.metrics
+        [(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)], definition.metrics
     )
     rows = []
     for r in ranked:
@@ -261,19 +285,22 @@ def add_reported(
     verified: bool = False,
     baseline: bool = False,
     date: str | None = None,
+    benchmark: str | None = None,
 ) -> Entry:
-    """Add numbers computed elsewhere (a paper, the old leaderboard), flagged as reported."""
+    """Add numbers computed elsewhere (a paper, the old leaderboard), flagged as reported, to
+    a board of ``benchmark`` (a slug; None: the default benchmark)."""
     if actor is not None:
         require_role(actor, "admin")
-    unknown = set(metrics) - set(runtime.benchmark.metric_keys)
+    definition = runtime.definition(benchmark)
+    unknown = set(metrics) - set(definition.metric_keys)
     if unknown:
         raise UsageError(f"unknown metric(s) {', '.join(sorted(unknown))}")
     for key, value in metrics.items():
         if value is not None:
-            low, high = runtime.benchmark.metrics_by_key[key].bounds
+            low, high = definition.metrics_by_key[key].bounds
             if not low <= float(value) <= high:
                 raise UsageError(f"{key} = {value} is outside {low:g}-{high:g}")
-    bench = current_benchmark(runtime)
+    bench = current_benchmark(runtime, definition.slug)
     with transaction(runtime.sessions) as session:
         board = _board(session, bench.id, kind)
         key = model_key(model_name)
@@ -331,9 +358,10 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
-    """The board with every metric and its provenance, as CSV or JSON."""
-    rows = board_rows(runtime, kind)
+def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None = None) -> str:
+    """A benchmark's board with every metric and its provenance, as CSV or JSON."""
+    definition = runtime.definition(slug)
+    rows = board_rows(runtime, kind, slug=definition.slug)
     if fmt == "json":
         return json.dumps([asdict(r) for r in rows], indent=2, default=str)
     if fmt != "csv":
@@ -346,7 +374,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
             "model",
             "team",
             "url",
-            *[m.column for m in runtime.benchmark.metrics],
+            *[m.column for m in definition.metrics],
             "average_rank",
             "metrics_present",
             "normalised_average",
@@ -373,7 +401,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
                     r.model_url or "",
                     *[
                         "" if r.metrics[m.key] is None else f"{r.metrics[m.key]:.3f}"
-                        for m in runtime.benchmark.metrics
+                        for m in definition.metrics
                     ],
                     f"{r.average_rank:.2f}",
                     r.metrics_present,
@@ -393,15 +421,16 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv") -> str:
     return out.getvalue()
 
 
-def seed_published(runtime: Runtime) -> int:
+def seed_published(runtime: Runtime, slug: str | None = None) -> int:
     """Put the benchmark's published results on an empty official board, as reported entries."""
-    bench = current_benchmark(runtime)
+    definition = runtime.definition(slug)
+    bench = current_benchmark(runtime, definition.slug)
     with runtime.sessions() as session:
         board = _board(session, bench.id, "official")
         if session.scalar(select(Entry.id).where(Entry.board_id == board.id).limit(1)):
             return 0
     added = 0
-    for item in runtime.benchmark.reported_results():
+    for item in definition.reported_results():
         add_reported(
             runtime,
             None,
@@ -411,30 +440,46 @@ def seed_published(runtime: Runtime) -> int:
             source=item["source"],
             baseline=bool(item.get("baseline")),
             date=item.get("date"),
+            benchmark=definition.slug,
         )
         added += 1
     return added
 
 
-def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> Benchmark:
-    """First run: load the given test set (or generate the synthetic demo one with example
-    prediction files), and seed an empty official board with the published results."""
-    if ground_truth is not None:
-        bench = load_benchmark(runtime, ground_truth)
-    else:
+def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> list[Benchmark]:
+    """First run: give every hosted benchmark a current test set (``ground_truth`` for the
+    default benchmark; else its synthetic demo set, written with example prediction files to
+    ``DATA/demo/<slug>/``), and seed each empty official board with the published results.
+
+    Returns the current test set of every hosted benchmark that has one. A benchmark without
+    a test set or a generator is skipped (its pages say no test set is loaded); the default
+    benchmark must have one.
+    """
+    loaded = []
+    for slug in runtime.hosted:
+        if ground_truth is not None and slug == runtime.default_slug:
+            load_benchmark(runtime, ground_truth, slug=slug)
         with runtime.sessions() as session:
-            found = session.scalar(select(Benchmark).where(Benchmark.is_current))
-        if found is None:
-            definition = runtime.benchmark
-            if definition.synthesise is None:
-                raise UsageError(
-                    f"benchmark {definition.slug!r} has no synthetic demo set; "
-                    "give the test set with --ground-truth"
-                )
-            files = definition.synthesise(runtime.data_dir / "demo", None, 0)
-            found = load_benchmark(
-                runtime, files["ground_truth"], name=f"{definition.title} (demo)", demo=True
+            found = session.scalar(
+                select(Benchmark).where(Benchmark.is_current, Benchmark.slug == slug)
             )
-        bench = found
-    seed_published(runtime)
-    return bench
+        if found is None:
+            definition = runtime.definition(slug)
+            if definition.synthesise is None:
+                if slug == runtime.default_slug:
+                    raise UsageError(
+                        f"benchmark {slug!r} has no synthetic demo set; "
+                        "give its test set with --ground-truth"
+                    )
+                continue
+            files = definition.synthesise(runtime.data_dir / "demo" / slug, None, 0)
+            found = load_benchmark(
+                runtime,
+                files["ground_truth"],
+                name=f"{definition.title} (demo)",
+                demo=True,
+                slug=slug,
+            )
+        seed_published(runtime, slug)
+        loaded.append(found)
+    return loaded

@@ -94,8 +94,8 @@ def _report(
         sub = session.get(Submission, submission_id)
         bench = session.get(Benchmark, sub.benchmark_id) if sub else None
         assert sub is not None and bench is not None
-    gt = runtime.ground_truth(bench.gt_sha256)
-    definition = runtime.benchmark
+    gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
+    definition = runtime.definition(bench.slug)
     stored = runtime.read(runtime.submission_path(submission_id))
     matched = definition.validate_submission(stored, gt)
     if not matched.report.ok:
@@ -347,10 +347,18 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
         return put_back
 
 
-def on_board(runtime: Runtime) -> list[int]:
-    """The ids of every scored submission (the ones a re-scoring covers)."""
+def on_board(runtime: Runtime, slug: str | None = None) -> list[int]:
+    """The ids of a benchmark's scored submissions (the ones a re-scoring covers)."""
+    slug = runtime.definition(slug).slug
+    tests = select(Benchmark.id).where(Benchmark.slug == slug)
     with runtime.sessions() as session:
-        return list(session.scalars(select(Submission.id).where(Submission.status.in_(ON_BOARD))))
+        return list(
+            session.scalars(
+                select(Submission.id).where(
+                    Submission.status.in_(ON_BOARD), Submission.benchmark_id.in_(tests)
+                )
+            )
+        )
 
 
 def warm_up(runtime: Runtime) -> None:
@@ -363,13 +371,14 @@ def warm_up(runtime: Runtime) -> None:
         from medvidbench.server.services.leaderboards import KINDS, board_rows
         from medvidbench.server.services.submissions import current_benchmark
 
-        bench = current_benchmark(runtime)
-        for kind in KINDS:
-            board_rows(runtime, kind, bench.id)
-        runtime.ground_truth(bench.gt_sha256)
-        definition = runtime.benchmark
-        definition.scorers()
-        if definition.embedder is not None:
-            definition.embedder()
+        for slug in runtime.hosted:
+            bench = current_benchmark(runtime, slug)
+            for kind in KINDS:
+                board_rows(runtime, kind, bench.id)
+            runtime.ground_truth(bench.gt_sha256, slug)
+            definition = runtime.definition(slug)
+            definition.scorers()
+            if definition.embedder is not None:
+                definition.embedder()
     except Exception:  # never fatal: everything loads again on first use
         logging.getLogger("medvidbench").exception("warm-up failed")

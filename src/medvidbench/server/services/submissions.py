@@ -58,13 +58,20 @@ def _clean_name(name: str) -> str:
     return name
 
 
-def current_benchmark(runtime: Runtime) -> Benchmark:
+def current_benchmark(runtime: Runtime, slug: str | None = None) -> Benchmark:
+    """The current test set of a hosted benchmark (None: the default benchmark)."""
+    slug = runtime.definition(slug).slug
     with runtime.sessions() as session:
         bench = session.scalar(
-            select(Benchmark).where(Benchmark.is_current).order_by(Benchmark.id.desc())
+            select(Benchmark)
+            .where(Benchmark.is_current, Benchmark.slug == slug)
+            .order_by(Benchmark.id.desc())
         )
     if bench is None:
-        raise NotFoundError("no benchmark is loaded; run 'medvidbench benchmarks load GT.json'")
+        raise NotFoundError(
+            f"no test set of {slug!r} is loaded; run "
+            f"'medvidbench benchmarks load GT.json --benchmark {slug}'"
+        )
     return bench
 
 
@@ -84,10 +91,12 @@ def _lock_quota_holders(session: Any, user: User) -> User:
     return row  # type: ignore[no-any-return]
 
 
-def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
-    """A submission counts against its submitter and against their team: a member cannot get
-    fresh quota by leaving or founding a team, nor a team by recruiting accounts beyond it."""
+def _check_quota(session: Any, runtime: Runtime, user: User, slug: str) -> None:
+    """A submission counts against its submitter and against their team, per benchmark: a
+    member cannot get fresh quota by leaving or founding a team, nor a team by recruiting
+    accounts beyond it."""
     now = datetime.now(UTC)
+    same_benchmark = Submission.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug))
     owner = Submission.user_id == user.id
     if user.team_id is not None:
         owner = or_(owner, Submission.team_id == user.team_id)
@@ -102,6 +111,7 @@ def _check_quota(session: Any, runtime: Runtime, user: User) -> None:
             .select_from(Submission)
             .where(
                 owner,
+                same_benchmark,
                 Submission.status.not_in(NOT_COUNTED),
                 Submission.created_at >= now - timedelta(days=days),
             )
@@ -125,8 +135,10 @@ def submit(
     contact: str | None = None,
     settings: dict[str, Any] | None = None,
     filename: str = "",
+    benchmark: str | None = None,
 ) -> Submission:
-    """Check a prediction file at once and queue it for scoring.
+    """Check a prediction file at once and queue it for scoring on ``benchmark`` (a slug;
+    None: the default benchmark).
 
     Raises:
         InvalidSubmissionError: the file is invalid (every problem listed; a rejected record is
@@ -141,8 +153,9 @@ def submit(
         )
     name, url = _clean_name(model_name), clean_url(model_url)
     info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
-    bench = current_benchmark(runtime)
-    gt = runtime.ground_truth(bench.gt_sha256)
+    definition = runtime.definition(benchmark)
+    bench = current_benchmark(runtime, definition.slug)
+    gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
     size = len(data) if isinstance(data, bytes) else data.stat().st_size
     if size > runtime.settings.max_submission_bytes:
         raise UsageError(
@@ -150,7 +163,7 @@ def submit(
             f"{runtime.settings.max_submission_bytes:,}"
         )
     report = runtime.upload_checker.check(
-        runtime.benchmark,
+        definition,
         data,
         gt,
         runtime.benchmark_path(bench.gt_sha256),
@@ -184,7 +197,7 @@ def submit(
     try:
         with transaction(runtime.sessions) as session:
             holder = _lock_quota_holders(session, user)
-            _check_quota(session, runtime, holder)
+            _check_quota(session, runtime, holder, definition.slug)
             _check_unique(session, bench.id, base)
             check_organisation(session, holder, organisation)
             base["team_id"] = holder.team_id  # the team charged is the one locked
@@ -292,7 +305,9 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
     )
     with runtime.sessions() as session:
-        ev = current_evaluation(session, sub.id, runtime.benchmark)
+        slug = session.scalar(select(Benchmark.slug).where(Benchmark.id == sub.benchmark_id))
+        definition = runtime.definition(slug)
+        ev = current_evaluation(session, sub.id, definition)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
     reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
     judge_on = judge_wanted(runtime.settings)
@@ -304,6 +319,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         }
     return {
         "id": sub.id,
+        "benchmark": definition.slug,
         "model_name": sub.model_name,
         "model_url": sub.model_url,
         "team": team.name if team else sub.organisation,

@@ -40,10 +40,14 @@ ACTIVE = ACTIVE_SQL
 
 
 class Benchmark(Base):
-    """A version of a test set, identified by its ground-truth file's hash."""
+    """A loaded test set of one benchmark plug-in (``slug``), identified by its ground-truth
+    file's hash; each slug has at most one current test set, and boards belong to it."""
 
     __tablename__ = "benchmarks"
     id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(
+        String(40), default="medvidbench", server_default="medvidbench", index=True
+    )
     name: Mapped[str] = mapped_column(String(80))
     gt_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     sample_count: Mapped[int]

@@ -11,9 +11,11 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
+from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import catalogue
 from medvidbench.server.services.leaderboards import board_rows, export_board
 from medvidbench.server.services.submissions import (
     current_benchmark,
@@ -31,41 +33,51 @@ Rt = Annotated[Runtime, Depends(deps.runtime)]
 CHUNK = 1 << 20
 
 
+def _definition(rt: Runtime, slug: str | None) -> Definition:
+    return rt.definition(slug)
+
+
 @router.get("/health")
 def health(rt: Rt) -> dict[str, Any]:
-    """Liveness and what this server holds."""
+    """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
+    ``demo`` describe the default benchmark's test set)."""
     bench = current_benchmark(rt)
-    judge = judge_summary(rt.settings)
     return {
         "status": "ok",
         "version": __version__,
         "benchmark": bench.name,
         "samples": bench.sample_count,
         "demo": bench.is_demo,
-        "judge": judge,
+        "benchmarks": rt.hosted,
+        "judge": judge_summary(rt.settings),
     }
 
 
 @router.get("/benchmarks")
 def benchmarks(rt: Rt) -> list[dict[str, Any]]:
-    """The current benchmark (its ground truth is never served)."""
-    b = current_benchmark(rt)
-    return [
-        {
-            "id": b.id,
-            "name": b.name,
-            "sha256": b.gt_sha256,
-            "samples": b.sample_count,
-            "tasks": b.task_counts,
-            "demo": b.is_demo,
-        }
-    ]
+    """The hosted benchmarks and their current test sets (ground truth is never served)."""
+    return [h.summary() for h in catalogue.hosted(rt)]
 
 
-@router.get("/metrics")
-def metrics(rt: Rt) -> dict[str, Any]:
+@router.get("/benchmarks/{slug}")
+def benchmark(rt: Rt, slug: str) -> dict[str, Any]:
+    """One benchmark: its definition's metadata and its current test set."""
+    found = next(h for h in catalogue.hosted(rt) if h.slug == _definition(rt, slug).slug)
+    d = found.definition
+    return {
+        **found.summary(),
+        "about": d.about,
+        "identity": d.identity,
+        "citation": d.citation,
+        "links": dict(d.links),
+        "licence": d.licence,
+        **metrics(rt, slug),
+    }
+
+
+def metrics(rt: Rt, slug: str | None = None) -> dict[str, Any]:
     """The metric table, tasks and profiles, as the benchmark's definition declares them."""
-    bench = rt.benchmark
+    bench = _definition(rt, slug)
     return {
         "benchmark": bench.slug,
         "scorer_version": bench.scorer_version,
@@ -75,27 +87,28 @@ def metrics(rt: Rt) -> dict[str, Any]:
     }
 
 
-@router.get("/boards/{kind}", response_model=None)
 def board(
     request: Request,
     response: Response,
     rt: Rt,
     kind: str,
+    slug: str | None = None,
     format: str = "json",
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page, from 1.")] = 1,
     per_page: Annotated[int, Query(ge=1, le=1000, description="Rows per page.")] = 100,
 ) -> Response | list[dict[str, Any]]:
     """A ranked board, a page of rows at a time (``X-Total-Count`` and ``Link`` headers give
     the rest); ``?format=csv`` for the whole board as a spreadsheet."""
+    slug = _definition(rt, slug).slug
     if format == "csv":
         return PlainTextResponse(
-            export_board(rt, kind, "csv"),
+            export_board(rt, kind, "csv", slug=slug),
             media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="medvidbench-{kind}.csv"'},
+            headers={"Content-Disposition": f'attachment; filename="{slug}-{kind}.csv"'},
         )
     if format != "json":
         raise UsageError("format must be json or csv")
-    rows = board_rows(rt, kind)
+    rows = board_rows(rt, kind, slug=slug)
     pages = max(1, -(-len(rows) // per_page))
     response.headers["X-Total-Count"] = str(len(rows))
     links = [
@@ -108,36 +121,44 @@ def board(
     return [asdict(r) for r in rows[(page - 1) * per_page : page * per_page]]
 
 
-@router.get("/entries/{entry_id}")
-def entry(rt: Rt, entry_id: deps.DbId) -> dict[str, Any]:
+def entry(rt: Rt, entry_id: deps.DbId, slug: str | None = None) -> dict[str, Any]:
+    """One board entry."""
+    slug = _definition(rt, slug).slug
     for kind in ("official", "community"):
-        for row in board_rows(rt, kind):
+        for row in board_rows(rt, kind, slug=slug):
             if row.entry_id == entry_id:
                 return {"board": kind, **asdict(row)}
     raise NotFoundError(f"no entry {entry_id}")
 
 
-@router.get("/compare")
 def compare(
-    rt: Rt, entries: Annotated[str, Query(description="Comma-separated entry ids (2 to 4).")]
+    rt: Rt,
+    entries: Annotated[str, Query(description="Comma-separated entry ids (2 to 4).")],
+    slug: str | None = None,
 ) -> dict[str, Any]:
     """Two to four entries side by side."""
+    definition = _definition(rt, slug)
     ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()]
     if not 1 <= len(ids) <= 4:
         raise UsageError("compare 1 to 4 entries: ?entries=3,7")
-    rows = {r.entry_id: r for kind in ("official", "community") for r in board_rows(rt, kind)}
+    rows = {
+        r.entry_id: r
+        for kind in ("official", "community")
+        for r in board_rows(rt, kind, slug=definition.slug)
+    }
     missing = [i for i in ids if i not in rows]
     if missing:
         raise NotFoundError(f"no entry {missing[0]}")
     return {
-        "metrics": [m.key for m in rt.benchmark.metrics],
-        "columns": {m.key: m.column for m in rt.benchmark.metrics},
+        "benchmark": definition.slug,
+        "metrics": [m.key for m in definition.metrics],
+        "columns": {m.key: m.column for m in definition.metrics},
         "entries": [
             {
                 **asdict(rows[i]),
                 # each value on 0-1 with 1 the best, as its metric's scale and direction say
                 "normalised": {
-                    m.key: m.normalised(rows[i].metrics.get(m.key)) for m in rt.benchmark.metrics
+                    m.key: m.normalised(rows[i].metrics.get(m.key)) for m in definition.metrics
                 },
             }
             for i in ids
@@ -165,7 +186,6 @@ async def receive_upload(upload: Any, runtime: Runtime) -> Path:
     return path
 
 
-@router.post("/submissions", status_code=202, response_model=SubmissionCreated)
 async def create_submission(
     request: Request,
     rt: Rt,
@@ -178,8 +198,10 @@ async def create_submission(
     frames: Annotated[str, Form()] = "",
     prompting: Annotated[str, Form()] = "",
     revision: Annotated[str, Form()] = "",
+    slug: str | None = None,
 ) -> SubmissionCreated:
     """Upload predictions: checked at once (422 with every problem), then scored."""
+    slug = _definition(rt, slug).slug
     received = await receive_upload(file, rt)
     info = {
         k: v for k, v in (("frames", frames), ("prompting", prompting), ("revision", revision)) if v
@@ -198,6 +220,7 @@ async def create_submission(
             contact=contact or None,
             settings=info,
             filename=file.filename or "",
+            benchmark=slug,
         )
     finally:
         received.unlink(missing_ok=True)
@@ -223,3 +246,29 @@ def my_submissions(rt: Rt, user: Annotated[User, Depends(deps.api_user)]) -> lis
 def submission(request: Request, rt: Rt, submission_id: deps.DbId) -> dict[str, Any]:
     """Status, metrics, per-task and per-dataset results, judge provenance."""
     return submission_view(rt, submission_id, deps.current_user(request))
+
+
+# Benchmark-scoped routes, and the single-benchmark paths of earlier versions (same handlers,
+# the default benchmark), kept so that existing clients and links do not break.
+_SCOPED: tuple[tuple[str, str, Any, dict[str, Any]], ...] = (
+    ("/metrics", "GET", metrics, {}),
+    ("/boards/{kind}", "GET", board, {"response_model": None}),
+    ("/entries/{entry_id}", "GET", entry, {}),
+    ("/compare", "GET", compare, {}),
+    (
+        "/submissions",
+        "POST",
+        create_submission,
+        {"status_code": 202, "response_model": SubmissionCreated},
+    ),
+)
+for _path, _method, _endpoint, _options in _SCOPED:
+    router.add_api_route("/benchmarks/{slug}" + _path, _endpoint, methods=[_method], **_options)
+    router.add_api_route(
+        _path,
+        _endpoint,
+        methods=[_method],
+        deprecated=True,
+        operation_id=f"default_benchmark_{_endpoint.__name__}",
+        **_options,
+    )

@@ -18,7 +18,7 @@ from medvidbench.core.errors import MedVidBenchError, NotFoundError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
 from medvidbench.server.web.limits import BodyLimit, FailureLimiter
-from medvidbench.server.web.middleware import UPLOAD_PATHS, SecurityHeaders, UploadGate
+from medvidbench.server.web.middleware import SecurityHeaders, UploadGate, is_upload
 from medvidbench.server.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
@@ -77,7 +77,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     app.add_middleware(
         BodyLimit,
         limit=lambda: runtime.settings.max_submission_bytes,
-        upload_paths=UPLOAD_PATHS,
+        is_upload=is_upload,
     )
     app.add_middleware(SecurityHeaders)
 
@@ -142,7 +142,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         )
 
     app.include_router(api.router, prefix="/api/v1")
-    app.include_router(pages.router)
+    for router in pages.ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

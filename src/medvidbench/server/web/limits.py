@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from medvidbench.core.errors import MedVidBenchError
@@ -25,8 +25,8 @@ SMALL_BODY = 64 * 1024  # every form but an upload: log in, sign up, tokens, adm
 class BodyLimit:
     """ASGI middleware: refuse bodies over the limit as they stream in (413).
 
-    Uploads (``upload_paths``) may be as large as the configured limit; every other request
-    body at most :data:`SMALL_BODY`, so an anonymous visitor cannot make the server read and
+    Uploads (paths for which ``is_upload`` is true) may be as large as the configured limit;
+    every other request body at most :data:`SMALL_BODY`, so an anonymous visitor cannot make the server read and
     spool a large body on ``/login`` or ``/signup``. A declared Content-Length over the limit is
     refused before a byte is read; otherwise the bytes are counted as they arrive, and the
     request fails the moment the count passes the limit, so an oversized upload is never
@@ -34,15 +34,15 @@ class BodyLimit:
     """
 
     def __init__(
-        self, app: Any, limit: Callable[[], int], upload_paths: Collection[str] = ()
+        self, app: Any, limit: Callable[[], int], is_upload: Callable[[str], bool]
     ) -> None:
-        self.app, self.limit, self.upload_paths = app, limit, frozenset(upload_paths)
+        self.app, self.limit, self.is_upload = app, limit, is_upload
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
-        upload = scope.get("path", "") in self.upload_paths
+        upload = self.is_upload(scope.get("path", ""))
         limit = self.limit() + MULTIPART_OVERHEAD if upload else SMALL_BODY
         shown = limit - MULTIPART_OVERHEAD if upload else limit
         declared = dict(scope.get("headers", [])).get(b"content-length", b"")

@@ -8,6 +8,7 @@ group, so an error raised while a body streams in reaches the server wrapped in 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -32,7 +33,26 @@ HEADERS = {
 # Paths that take a prediction file, and how their sender must be authenticated: the API by a
 # token only (a browser's cookie cannot be used to submit in its owner's name from another
 # site), the page by its logged-in session (plus the form's CSRF token, checked by the page).
-UPLOAD_PATHS = {"/api/v1/submissions": "token", "/submit": "session"}
+_TOKEN_UPLOAD = re.compile(r"/api/v1(?:/benchmarks/[a-z0-9][a-z0-9-]{0,39})?/submissions")
+_SESSION_UPLOAD = re.compile(r"(?:/b/[a-z0-9][a-z0-9-]{0,39})?/submit")
+
+
+def upload_kind(path: str) -> str | None:
+    """``token`` or ``session`` for a path that takes a prediction file, else None.
+
+    Examples:
+        >>> upload_kind("/api/v1/benchmarks/medvidbench/submissions"), upload_kind("/submit")
+        ('token', 'session')
+        >>> upload_kind("/login") is None
+        True
+    """
+    if _TOKEN_UPLOAD.fullmatch(path):
+        return "token"
+    return "session" if _SESSION_UPLOAD.fullmatch(path) else None
+
+
+def is_upload(path: str) -> bool:
+    return upload_kind(path) is not None
 
 
 class SecurityHeaders:
@@ -85,7 +105,7 @@ class UploadGate:
         self.app, self.runtime = app, runtime
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        how = UPLOAD_PATHS.get(scope.get("path", "")) if scope["type"] == "http" else None
+        how = upload_kind(scope.get("path", "")) if scope["type"] == "http" else None
         if how is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
@@ -99,7 +119,8 @@ class UploadGate:
             }
             await answer(send, 401, json.dumps(body).encode(), b"application/json")
         else:
-            await answer(send, 303, headers=[(b"location", b"/login?next=/submit")])
+            back = f"/login?next={scope['path']}".encode()  # a path upload_kind matched
+            await answer(send, 303, headers=[(b"location", back)])
 
     def _authenticated(self, scope: dict[str, Any], how: str) -> bool:
         headers = dict(scope.get("headers", []))

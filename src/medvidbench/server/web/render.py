@@ -39,11 +39,15 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
 
     rt = request.app.state.runtime
     user = context.pop("user", None) or current_user(request)
+    # The benchmark the page belongs to (None: a page of the whole site, such as the list of
+    # benchmarks); the navigation links to its pages.
+    slug = context.pop("slug", rt.default_slug)
+    definition = context.pop("definition", None) or (rt.definition(slug) if slug else None)
     demo = context.pop("demo", None)
-    if demo is None:
+    if demo is None and slug is not None:
         from medvidbench.server.services.submissions import current_benchmark
 
-        demo = current_benchmark(rt).is_demo
+        demo = current_benchmark(rt, slug).is_demo
     html = (
         templates()
         .get_template(name)
@@ -53,6 +57,9 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
             csrf=csrf_token(request),
             demo=demo,
             signup=rt.settings.signup_enabled,
+            definition=definition,
+            prefix=f"/b/{definition.slug}" if definition else None,
+            several=len(rt.hosted) > 1,
             **context,
         )
     )

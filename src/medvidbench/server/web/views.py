@@ -31,14 +31,16 @@ def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float
     return (values[0] if values else None, values[1] if len(values) > 1 else None)
 
 
-def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[str, Any]:
+def board_context(
+    runtime: Runtime, kind: str, params: dict[str, str], slug: str | None = None
+) -> dict[str, Any]:
     """Rows (ranked, then filtered and sorted as asked), columns with highlights, filters."""
     if kind not in KINDS:
         from medvidbench.core.errors import NotFoundError
 
         raise NotFoundError(f"no board {kind!r}")
-    rows = board_rows(runtime, kind)
-    definition = runtime.benchmark
+    definition = runtime.definition(slug)
+    rows = board_rows(runtime, kind, slug=definition.slug)
     metrics = definition.metrics
     columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics]
     q = params.get("q", "").strip().casefold()
@@ -71,7 +73,7 @@ def board_context(runtime: Runtime, kind: str, params: dict[str, str]) -> dict[s
             groups[-1] = (label, groups[-1][1] + 1)
         else:
             groups.append((label, 1))
-    bench = current_benchmark(runtime)
+    bench = current_benchmark(runtime, definition.slug)
     return {
         "kind": kind,
         "rows": visible,

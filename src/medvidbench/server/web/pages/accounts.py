@@ -1,0 +1,211 @@
+"""Log in, log out, sign up, and the account page: API tokens and team."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from medvidbench.core.errors import (
+    MedVidBenchError,
+    PermissionDeniedError,
+)
+from medvidbench.server.services import accounts, teams
+from medvidbench.server.services.submissions import list_submissions
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import User
+from medvidbench.server.web.deps import (
+    DbId,
+    check_csrf,
+    current_user,
+    log_in,
+    log_out,
+)
+from medvidbench.server.web.pages.common import me as _me
+from medvidbench.server.web.pages.common import see as _see
+from medvidbench.server.web.render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str = "/") -> Response:
+    return page(request, "login.html", next=next if next.startswith("/") else "/")
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    form = await request.form()
+    check_csrf(request, form)
+    target = str(form.get("next", "/"))
+    target = target if target.startswith("/") and not target.startswith("//") else "/"
+    rt = request.app.state.runtime
+    username = str(form.get("username", ""))
+    key = f"{request.client.host if request.client else '?'}|{username.casefold()}"
+    limiter = request.app.state.login_failures
+    wait = limiter.blocked(key)
+    if wait:
+        return page(
+            request,
+            "login.html",
+            status=429,
+            next=target,
+            error=f"too many failed attempts; try again in {int(wait) + 1} s",
+        )
+    try:
+        with rt.sessions() as session:
+            user = accounts.authenticate(session, username, str(form.get("password", "")))
+    except MedVidBenchError as exc:
+        limiter.fail(key)
+        return page(request, "login.html", status=401, next=target, error=exc.message)
+    limiter.reset(key)
+    log_in(request, user)
+    return _see(target)
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    check_csrf(request, await request.form())
+    log_out(request)
+    return _see("/")
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_form(request: Request) -> Response:
+    return page(request, "signup.html")
+
+
+@router.post("/signup", response_class=HTMLResponse)
+async def signup(request: Request) -> Response:
+    rt = request.app.state.runtime
+    if not rt.settings.signup_enabled:
+        raise PermissionDeniedError("sign-up is closed on this server; ask an admin")
+    form = await request.form()
+    check_csrf(request, form)
+    address = request.client.host if request.client else ""
+    try:
+        with transaction(rt.sessions) as session:
+            accounts.check_signup_rate(session, address, rt.settings.signup_per_address_per_day)
+            user = accounts.create_user(
+                session,
+                str(form.get("username", "")),
+                str(form.get("password", "")),
+                team=str(form.get("team", "")) or None,
+                approved=not rt.settings.signup_approval,
+                address=address,
+            )
+    except MedVidBenchError as exc:
+        return page(
+            request,
+            "signup.html",
+            status=exc.http_status,
+            error=exc.message,
+            username=str(form.get("username", "")),
+        )
+    log_in(request, user)
+    return _see("/account")
+
+
+@router.get("/account", response_class=HTMLResponse)
+def account(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    return _account_page(request, user)
+
+
+def _account_page(
+    request: Request, user: User, secret: str | None = None, status: int = 200, error: str = ""
+) -> Response:
+    rt = request.app.state.runtime
+    with rt.sessions() as session:
+        tokens = accounts.list_tokens(session, user)
+        place = teams.standing(session, user)
+    response = page(
+        request,
+        "account.html",
+        status=status,
+        user=user,
+        tokens=tokens,
+        secret=secret,
+        submissions=list_submissions(rt, user),
+        team=place.team,
+        owner=place.owner,
+        requested=place.requested,
+        requests=place.requests,
+        error=error,
+    )
+    if secret:  # a page holding a token's secret is never cached
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.post("/account/tokens")
+async def token_create(request: Request) -> Response:
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    form = await request.form()
+    check_csrf(request, form)
+    rt = request.app.state.runtime
+    with transaction(rt.sessions) as session:
+        secret, _ = accounts.create_token(
+            session, _me(session, user), str(form.get("name", "token"))[:80] or "token"
+        )
+    # Shown once, in this response only: the secret never travels in the session cookie.
+    return _account_page(request, user, secret)
+
+
+@router.post("/account/team")
+async def team_join(request: Request) -> Response:
+    """Create a team (you own it) or ask to join one (its owner decides)."""
+    return await _account_action(
+        request,
+        lambda session, me, form: teams.join_or_request(session, me, str(form.get("name", ""))),
+        errors_on_page=True,
+    )
+
+
+async def _account_action(
+    request: Request, action: Callable[[Any, User, Any], object], errors_on_page: bool = False
+) -> Response:
+    """A form on the account page: logged in, CSRF-checked, done in one transaction. With
+    ``errors_on_page`` a refusal is shown on the account page instead of an error page."""
+    user = current_user(request)
+    if user is None:
+        return _see("/login?next=/account")
+    form = await request.form()
+    check_csrf(request, form)
+    try:
+        with transaction(request.app.state.runtime.sessions) as session:
+            action(session, _me(session, user), form)
+    except MedVidBenchError as exc:
+        if not errors_on_page:
+            raise
+        return _account_page(request, user, status=exc.http_status, error=exc.message)
+    return _see("/account")
+
+
+@router.post("/account/team/leave")
+async def team_leave(request: Request) -> Response:
+    return await _account_action(request, lambda session, me, _: teams.leave(session, me))
+
+
+@router.post("/account/team/requests/{user_id}")
+async def team_decide(request: Request, user_id: DbId) -> Response:
+    """The team's owner (or an admin) approves or declines a request to join."""
+    return await _account_action(
+        request,
+        lambda session, me, form: teams.decide(
+            session, me, user_id, form.get("decision") == "approve"
+        ),
+    )
+
+
+@router.post("/account/tokens/{token_id}/revoke")
+async def token_revoke(request: Request, token_id: DbId) -> Response:
+    return await _account_action(
+        request, lambda session, me, _: accounts.revoke_token(session, me, token_id)
+    )

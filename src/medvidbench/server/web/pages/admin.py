@@ -1,0 +1,128 @@
+"""The admin area: users, submissions, the official board, the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from medvidbench.core.errors import (
+    NotFoundError,
+    UsageError,
+)
+from medvidbench.server.services import accounts, administration, leaderboards
+from medvidbench.server.services.submissions import delete_submission
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import User
+from medvidbench.server.web.deps import (
+    admin_user,
+    check_csrf,
+    form_id,
+)
+from medvidbench.server.web.pages.common import see as _see
+from medvidbench.server.web.render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin(request: Request, benchmark: str = "") -> Response:
+    """The admin area; the board and the forms that need one are ``benchmark``'s."""
+    user = admin_user(request)
+    rt = request.app.state.runtime
+    definition = rt.definition(benchmark or None)
+    seen = administration.overview(rt, user)
+    return page(
+        request,
+        "admin.html",
+        user=user,
+        users=seen.users,
+        subs=seen.submissions,
+        log=seen.log,
+        official=leaderboards.board_rows(rt, "official", slug=definition.slug),
+        slug=definition.slug,
+        definition=definition,
+        metrics=definition.metrics,
+        profiles=definition.profiles,
+        hosted=rt.hosted,
+        has_tokens=seen.has_tokens,
+    )
+
+
+@router.post("/admin/{action}")
+async def admin_action(request: Request, action: str) -> Response:
+    actor = admin_user(request)
+    form = await request.form()
+    check_csrf(request, form)
+    if form.get("confirm") != "yes":
+        raise UsageError("tick the confirmation box to do this")
+    rt = request.app.state.runtime
+    value = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+    handler = _ADMIN.get(action)
+    if handler is None:
+        raise NotFoundError(f"no admin action {action!r}")
+    try:
+        handler(rt, actor, value)
+    except ValueError as exc:
+        raise UsageError(f"invalid value: {exc}") from None
+    slug = rt.definition(value.get("benchmark") or None).slug
+    return _see(f"/admin?benchmark={slug}")
+
+
+def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
+    with transaction(rt.sessions) as session:
+        accounts.set_role(session, actor, f.get("username", ""), f.get("role", ""))
+
+
+def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
+    definition = rt.definition(f.get("benchmark") or None)
+    metrics = {m.key: float(f[m.key]) for m in definition.metrics if f.get(m.key, "").strip()}
+    leaderboards.add_reported(
+        rt,
+        actor,
+        f.get("model_name", ""),
+        f.get("team", ""),
+        metrics,
+        source=f.get("source", "") or "added by an admin",
+        model_url=f.get("model_url") or None,
+        benchmark=definition.slug,
+    )
+
+
+def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
+    from medvidbench.server.jobs import Jobs
+
+    sid = form_id(f.get("submission_id"))
+    with transaction(rt.sessions) as session:
+        accounts.audit(
+            session,
+            actor,
+            f"submission.{f.get('kind', 'rescore')}",
+            f"submission:{sid}",
+            profile=f.get("profile", ""),
+        )
+    if isinstance(rt.queue, Jobs):
+        if f.get("kind") == "rejudge":
+            from medvidbench.server.services.processing import request_rejudge
+
+            if request_rejudge(rt, sid):
+                rt.queue.judge(sid)
+        else:
+            rt.queue.rescore(sid, f.get("profile", "strict-v2"))
+
+
+def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
+    with transaction(rt.sessions) as session:
+        accounts.approve_user(session, actor, f.get("username", ""))
+
+
+_ADMIN: dict[str, Any] = {
+    "role": _role,
+    "approve": _approve,
+    "promote": lambda rt, a, f: leaderboards.promote(rt, a, form_id(f.get("submission_id"))),
+    "add": _add,
+    "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, form_id(f.get("entry_id"))),
+    "delete": lambda rt, a, f: delete_submission(rt, a, form_id(f.get("submission_id"))),
+    "rescore": _rescore,
+}

@@ -1,0 +1,190 @@
+"""A benchmark's pages, under ``/b/<slug>/``: its boards, compare, submit and About; the front
+page; and redirects from the single-benchmark URLs of earlier versions to the default
+benchmark's, so that old links keep working."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
+from medvidbench.server.services import catalogue, leaderboards
+from medvidbench.server.services.submissions import current_benchmark, submit
+from medvidbench.server.store.models import User
+from medvidbench.server.web.api import receive_upload
+from medvidbench.server.web.deps import check_csrf, current_user
+from medvidbench.server.web.pages.common import see
+from medvidbench.server.web.render import page
+from medvidbench.server.web.views import board_context
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request) -> Response:
+    """One hosted benchmark: its official board. Several: the list of them."""
+    rt = request.app.state.runtime
+    if len(rt.hosted) == 1:
+        return board(request, rt.hosted[0], "official")
+    return page(request, "home.html", hosted=catalogue.hosted(rt), slug=None)
+
+
+@router.get("/b/{slug}/", response_class=HTMLResponse)
+def benchmark_home(request: Request, slug: str) -> Response:
+    return board(request, slug, "official")
+
+
+@router.get("/b/{slug}", include_in_schema=False)
+def benchmark_home_slash(request: Request, slug: str) -> Response:
+    request.app.state.runtime.definition(slug)  # unknown: 404, not a redirect to one
+    return RedirectResponse(f"/b/{slug}/", status_code=308)
+
+
+@router.get("/b/{slug}/board/{kind}", response_class=HTMLResponse)
+def board(request: Request, slug: str, kind: str) -> Response:
+    rt = request.app.state.runtime
+    context = board_context(rt, kind, dict(request.query_params), slug)
+    return page(request, "board.html", slug=slug, **context)
+
+
+@router.get("/b/{slug}/compare", response_class=HTMLResponse)
+def compare_page(request: Request, slug: str, entries: str = "") -> Response:
+    rt = request.app.state.runtime
+    definition = rt.definition(slug)
+    ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()][:4]
+    rows = {
+        r.entry_id: r
+        for k in ("official", "community")
+        for r in leaderboards.board_rows(rt, k, slug=definition.slug)
+    }
+    chosen = [rows[i] for i in ids if i in rows]
+    return page(
+        request,
+        "compare.html",
+        slug=definition.slug,
+        chosen=chosen,
+        choices=list(rows.values()),
+        metrics=definition.metrics,
+        ids=ids,
+    )
+
+
+@router.get("/b/{slug}/submit", response_class=HTMLResponse)
+def submit_form(request: Request, slug: str) -> Response:
+    request.app.state.runtime.definition(slug)
+    user = current_user(request)
+    if user is None:
+        return see(f"/login?next=/b/{slug}/submit")
+    return page(request, "submit.html", slug=slug, user=user, **_quota(request, user))
+
+
+def _quota(request: Request, user: User) -> dict[str, Any]:
+    s = request.app.state.runtime.settings
+    return {"quota_day": s.quota_per_day, "quota_month": s.quota_per_month}
+
+
+@router.post("/b/{slug}/submit", response_class=HTMLResponse)
+async def submit_post(request: Request, slug: str) -> Response:
+    rt = request.app.state.runtime
+    slug = rt.definition(slug).slug
+    user = current_user(request)
+    if user is None:
+        return see(f"/login?next=/b/{slug}/submit")
+    form = await request.form()
+    check_csrf(request, form)
+    upload = form.get("file")
+    values = {
+        k: str(form.get(k, ""))
+        for k in (
+            "model_name",
+            "organisation",
+            "model_url",
+            "contact",
+            "frames",
+            "prompting",
+            "revision",
+        )
+    }
+    received = None
+    again = {"slug": slug, "user": user, "values": values, **_quota(request, user)}
+    try:
+        if upload is None or isinstance(upload, str) or not upload.filename:
+            raise UsageError("choose a prediction file to upload")
+        received = await receive_upload(upload, rt)
+        settings = {k: values[k] for k in ("frames", "prompting", "revision") if values[k]}
+        sub = await run_in_threadpool(  # off the event loop, as in the API
+            submit,
+            rt,
+            user,
+            received,
+            values["model_name"],
+            organisation=values["organisation"],
+            model_url=values["model_url"] or None,
+            contact=values["contact"] or None,
+            settings=settings,
+            filename=upload.filename,
+            benchmark=slug,
+        )
+    except InvalidSubmissionError as exc:
+        return page(
+            request,
+            "submit.html",
+            status=422,
+            problems=exc.problems.items,
+            problem_total=len(exc.problems),
+            **again,
+        )
+    except MedVidBenchError as exc:
+        return page(request, "submit.html", status=exc.http_status, error=exc.message, **again)
+    finally:
+        if received is not None:
+            received.unlink(missing_ok=True)
+    return see(f"/submissions/{sub.id}")
+
+
+@router.get("/b/{slug}/about", response_class=HTMLResponse)
+def about(request: Request, slug: str) -> Response:
+    rt = request.app.state.runtime
+    definition = rt.definition(slug)
+    return page(
+        request,
+        "about.html",
+        slug=definition.slug,
+        definition=definition,
+        metrics=definition.metrics,
+        tasks=definition.tasks,
+        profiles=definition.profiles,
+        bench=current_benchmark(rt, definition.slug),
+    )
+
+
+def _to_default(request: Request, rest: str) -> RedirectResponse:
+    """The default benchmark's page for a single-benchmark URL of an earlier version (307:
+    a form posted to the old address is posted again to the new one)."""
+    slug = request.app.state.runtime.default_slug
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(f"/b/{slug}/{rest}{query}", status_code=307)
+
+
+@router.get("/board/{kind}")
+def old_board(request: Request, kind: str) -> Response:
+    return _to_default(request, f"board/{quote(kind, safe='')}")
+
+
+@router.get("/compare")
+def old_compare(request: Request) -> Response:
+    return _to_default(request, "compare")
+
+
+@router.api_route("/submit", methods=["GET", "POST"])
+def old_submit(request: Request) -> Response:
+    return _to_default(request, "submit")
+
+
+@router.get("/about")
+def old_about(request: Request) -> Response:
+    return _to_default(request, "about")
