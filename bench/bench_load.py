@@ -112,7 +112,9 @@ def scenario(name: str, env: dict[str, str], args: argparse.Namespace, workers: 
                 for _ in range(workers)
             ]
             try:
-                files = variants(data / "demo" / "medvidbench" / "predictions_weak.json", args.submissions)
+                files = variants(
+                    data / "demo" / "medvidbench" / "predictions_weak.json", args.submissions
+                )
                 seconds = asyncio.run(submit_all(live.url, secret, files, parallel=4))
                 print(
                     f"[{name}] {args.submissions} submissions of 6,245 samples, upload to "

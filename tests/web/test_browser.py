@@ -105,7 +105,9 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     assert csv_text.startswith("rank,model") and "Browser Strong" in csv_text
     entries = httpx.get(f"{live['url']}/api/v1/boards/community").json()
     official = httpx.get(f"{live['url']}/api/v1/boards/official").json()
-    page.goto(f"{live['url']}/b/medvidbench/compare?entries={entries[0]['entry_id']},{official[0]['entry_id']}")
+    page.goto(
+        f"{live['url']}/b/medvidbench/compare?entries={entries[0]['entry_id']},{official[0]['entry_id']}"
+    )
     page.wait_for_selector("#chart .main-svg", timeout=30_000)  # plotly, served locally
     assert page.locator("#compare-table thead th").count() == 3
     shot(page, "compare")
@@ -212,7 +214,14 @@ def test_api_docs_render_offline_and_pages_log_no_errors(
     operations = page.locator(".opblock-summary-path").all_inner_texts()
     assert "/api/v1/submissions" in " ".join(operations) and len(operations) >= 8
     shot(page, "api-docs")
-    for path in ("/", "/b/medvidbench/board/community", "/b/medvidbench/about", "/login", "/signup", "/b/medvidbench/compare"):
+    for path in (
+        "/",
+        "/b/medvidbench/board/community",
+        "/b/medvidbench/about",
+        "/login",
+        "/signup",
+        "/b/medvidbench/compare",
+    ):
         page.goto(f"{live['url']}{path}")
         page.wait_for_load_state("networkidle")
     assert errors == [] and outside == []

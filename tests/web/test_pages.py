@@ -51,7 +51,10 @@ def test_login_logout_and_wrong_password(client: TestClient, web_runtime: Runtim
     )
     assert wrong.status_code == 401 and "wrong username or password" in wrong.text
     client.post("/logout", data={"csrf": csrf(client, "/")})
-    assert client.get("/b/medvidbench/submit").headers["location"] == "/login?next=/b/medvidbench/submit"
+    assert (
+        client.get("/b/medvidbench/submit").headers["location"]
+        == "/login?next=/b/medvidbench/submit"
+    )
 
 
 def test_forms_without_the_csrf_token_are_refused(client: TestClient, web_runtime: Runtime) -> None:
@@ -214,3 +217,32 @@ def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_tabl
     assert all(f"{c} (1-5)" in compare for c in judged)
     about = client.get("/b/medvidbench/about").text
     assert f"average rank over the {sum(m.ranked for m in METRICS)} ranked metrics" in about
+
+
+def test_single_benchmark_urls_of_earlier_versions_redirect_to_the_benchmark(
+    client: TestClient,
+) -> None:
+    for old, new in (
+        ("/board/community?q=x", "/b/medvidbench/board/community?q=x"),
+        ("/about", "/b/medvidbench/about"),
+        ("/compare?entries=1,2", "/b/medvidbench/compare?entries=1,2"),
+        ("/submit", "/b/medvidbench/submit"),
+    ):
+        response = client.get(old)
+        assert response.status_code == 307 and response.headers["location"] == new, old
+    assert client.get("/b/medvidbench").headers["location"] == "/b/medvidbench/"
+    assert client.get("/b/medvidbench/").status_code == 200
+    missing = client.get("/b/spinebench/board/official")
+    assert missing.status_code == 404 and "hosted: medvidbench" in missing.text
+    assert client.get("/b/spinebench").status_code == 404
+
+
+def test_the_old_api_paths_answer_as_the_benchmark_scoped_ones(client: TestClient) -> None:
+    for path in ("/boards/official", "/metrics", "/compare?entries=1,2"):
+        old = client.get("/api/v1" + path)
+        new = client.get("/api/v1/benchmarks/medvidbench" + path)
+        assert old.status_code == new.status_code == 200, path
+        assert old.json() == new.json(), path
+    paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/api/v1/boards/{kind}"]["get"]["deprecated"] is True
+    assert "deprecated" not in paths["/api/v1/benchmarks/{slug}/boards/{kind}"]["get"]

@@ -117,6 +117,10 @@ def get(slug: str | None = None) -> Benchmark:
     slug = slug or default_slug()
     if slug in _loaded:
         return _loaded[slug]
+    if not SLUG.fullmatch(slug):
+        raise UsageError(
+            f"{slug[:60]!r} is not a benchmark slug (lowercase letters, digits and hyphens)"
+        )
     target = discovered().get(slug)
     if target is None:
         known = ", ".join(discovered()) or "none"

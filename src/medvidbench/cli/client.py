@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from rich.console import Console
@@ -46,17 +47,24 @@ def submit_file(
     model_url: str = "",
     wait: bool = False,
     timeout: float = 600.0,
+    benchmark: str | None = None,
 ) -> dict[str, Any]:
-    """Upload a prediction file; with ``wait``, poll until final and print the scores."""
+    """Upload a prediction file to ``benchmark`` (a slug; None: the server's default);
+    with ``wait``, poll until final and print the scores."""
     if not path.is_file():
         raise UsageError(f"{str(path)!r} is not a file")
     base = server.rstrip("/")
+    target = (
+        f"{base}/api/v1/benchmarks/{quote(benchmark, safe='')}/submissions"
+        if benchmark
+        else f"{base}/api/v1/submissions"
+    )
     headers = {"Authorization": f"Bearer {token}"}
     console = Console(stderr=True)
     with httpx.Client(timeout=120) as http, path.open("rb") as fh:
         try:
             response = http.post(
-                f"{base}/api/v1/submissions",
+                target,
                 headers=headers,
                 files={"file": (path.name, fh, "application/json")},
                 data={

@@ -323,8 +323,17 @@ def submit_cmd(
     model_url: Annotated[str, typer.Option(help="Model URL (http or https).")] = "",
     wait: Annotated[bool, typer.Option(help="Wait until scored and print the scores.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait at most.")] = 600.0,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEDVIDBENCH_BENCHMARK",
+            help="Benchmark slug on the server (default: the server's default benchmark).",
+        ),
+    ] = None,
 ) -> None:
     """Upload predictions to a leaderboard server (and wait for the scores)."""
     from medvidbench.cli.client import submit_file
 
-    submit_file(predictions, server, token, model_name, organisation, model_url, wait, timeout)
+    submit_file(
+        predictions, server, token, model_name, organisation, model_url, wait, timeout, benchmark
+    )
