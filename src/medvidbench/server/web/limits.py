@@ -28,9 +28,9 @@ class BodyLimit:
     Uploads (paths for which ``is_upload`` is true) may be as large as the configured limit;
     every other request body at most :data:`SMALL_BODY`, so an anonymous visitor cannot make
     the server read and spool a large body on ``/login`` or ``/signup``. A declared
-    Content-Length over the limit is refused before a byte is read; otherwise the bytes are counted as they arrive, and the
-    request fails the moment the count passes the limit, so an oversized upload is never
-    parsed or stored. Whatever the app was doing then, the answer is a 413, never a 500.
+    Content-Length over the limit is refused before a byte is read; otherwise the bytes are
+    counted as they arrive, and the request fails the moment the count passes the limit, so an
+    oversized upload is never parsed or stored. Whatever the app was doing then, the answer is a 413, never a 500.
     """
 
     def __init__(
