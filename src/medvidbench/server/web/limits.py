@@ -30,7 +30,8 @@ class BodyLimit:
     the server read and spool a large body on ``/login`` or ``/signup``. A declared
     Content-Length over the limit is refused before a byte is read; otherwise the bytes are
     counted as they arrive, and the request fails the moment the count passes the limit, so an
-    oversized upload is never parsed or stored. Whatever the app was doing then, the answer is a 413, never a 500.
+    oversized upload is never parsed or stored. Whatever the app was doing then, the answer is
+    a 413, never a 500.
     """
 
     def __init__(
