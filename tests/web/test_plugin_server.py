@@ -33,7 +33,11 @@ def _run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Complet
 def _scored(url: str, sid: int) -> dict:  # type: ignore[type-arg]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        body = httpx.get(f"{url}/api/v1/submissions/{sid}").json()
+        response = httpx.get(f"{url}/api/v1/submissions/{sid}")
+        if response.status_code == 404:  # not public before it is scored
+            time.sleep(0.2)
+            continue
+        body = response.json()
         if body["status"] in ("scored", "complete"):
             return body  # type: ignore[no-any-return]
         assert body["status"] not in ("rejected", "failed"), body
