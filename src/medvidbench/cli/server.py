@@ -42,14 +42,13 @@ app.add_typer(bench_app, name="benchmarks")
 def runtime(data_dir: Path | None, migrate: bool = True) -> object:
     from medvidbench.core.config import load_settings
     from medvidbench.server.runtime import Runtime
-    from medvidbench.server.store.db import upgrade
 
     # Everything a server process writes (database, queue, uploads, the hidden test set, demo
     # files) is for its owner alone; Runtime sets the modes too, this covers what others create.
     os.umask(0o077)
     rt = Runtime(load_settings(data_dir=data_dir))
     if migrate:
-        upgrade(rt.engine)
+        rt.upgrade_database()
     return rt
 
 
@@ -74,8 +73,7 @@ def users_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a user. The password is asked for (or read from stdin); there is no default."""
-    from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.store.db import transaction
+    from medvidbench.server.services.accounts import register
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
@@ -83,11 +81,7 @@ def users_create(
         password = getpass.getpass("password: ")
         if getpass.getpass("again: ") != password:
             raise UsageError("the passwords differ")
-    rt = runtime(data_dir)
-    with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
-        user = create_user(
-            session, name, password, role="admin" if admin else role, team=team, trusted_team=True
-        )
+    user = register(runtime(data_dir), name, password, "admin" if admin else role, team)  # type: ignore[arg-type]
     print(f"created user {user.username!r} with role {user.role}")
 
 
@@ -99,12 +93,9 @@ def tokens_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create an API token for a user and print it (it is shown only this once)."""
-    from medvidbench.server.services.accounts import create_token, user_named
-    from medvidbench.server.store.db import transaction
+    from medvidbench.server.services.accounts import issue_token
 
-    rt = runtime(data_dir)
-    with transaction(rt.sessions) as session:  # type: ignore[attr-defined]
-        secret, _ = create_token(session, user_named(session, user), name)
+    secret = issue_token(runtime(data_dir), user, name)  # type: ignore[arg-type]
     err.print("store this token now; it is not shown again:", highlight=False)
     print(secret)
 
@@ -259,18 +250,17 @@ def serve(
 
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
-    from medvidbench.server.services.accounts import admin_exists
+    from medvidbench.server.services.accounts import has_admin
     from medvidbench.server.services.leaderboards import bootstrap
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
     judge = judge_state(rt.settings)  # type: ignore[attr-defined]  # misconfigured: stop here
-    with rt.sessions() as session:  # type: ignore[attr-defined]
-        has_admin = admin_exists(session)
+    admin_made = has_admin(rt)  # type: ignore[arg-type]
     if host not in LOOPBACK:
         key = rt.settings.secret_key  # type: ignore[attr-defined]
-        if key is None or len(key.get_secret_value()) < 32 or not has_admin:
+        if key is None or len(key.get_secret_value()) < 32 or not admin_made:
             raise UsageError(
                 "a server reachable from other machines needs "
                 "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
@@ -296,7 +286,7 @@ def serve(
                 soft_wrap=True,
             )
     err.print(judge.describe(), highlight=False)
-    if not has_admin:
+    if not admin_made:
         err.print(
             "no admin account yet: create one with 'medvidbench users create NAME "
             f"--admin --data-dir {where}'",

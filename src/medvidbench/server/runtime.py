@@ -25,7 +25,7 @@ from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.services.board_cache import BoardCache
-from medvidbench.server.store.db import database_url, make_engine, make_sessions
+from medvidbench.server.store.db import database_url, make_engine, make_sessions, upgrade
 from medvidbench.server.upload_check import UploadChecker
 
 PRIVATE_DIR = 0o700
@@ -108,6 +108,10 @@ class Runtime:
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
         return make_sessions(self.engine)
+
+    def upgrade_database(self) -> None:
+        """Apply every pending migration (what each server command does first)."""
+        upgrade(self.engine)
 
     # --- files ------------------------------------------------------------------------------
 

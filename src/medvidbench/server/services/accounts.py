@@ -24,6 +24,8 @@ from medvidbench.core.errors import (
     RateLimitedError,
     UsageError,
 )
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import ApiToken, AuditLog, User, WebSession
 
 ROLES = ("admin", "maintainer", "submitter")
@@ -287,3 +289,114 @@ def user_named(session: Session, username: str) -> User:
     if user is None:
         raise NotFoundError(f"no user {username!r}")
     return user
+
+
+# --- Use cases for the web and the command line: each owns its transaction. -----------------
+
+
+def _me(session: Session, user: User) -> User:
+    """``user``'s row in this session (re-read: it may have changed since it was loaded)."""
+    row = session.get(User, user.id)
+    if row is None:
+        raise PermissionDeniedError("your account no longer exists")
+    return row
+
+
+def caller(
+    runtime: Runtime, bearer: str | None = None, web_session: str | None = None
+) -> User | None:
+    """Who is calling: the user of an API token (an unknown, revoked or inactive one raises
+    :class:`AuthenticationError`), else of a web session (None when it ended or expired)."""
+    if bearer is not None:
+        with transaction(runtime.sessions) as session:
+            return user_for_token(session, bearer)
+    if not web_session:
+        return None
+    with runtime.sessions() as session:
+        user = session_user(session, web_session)
+        if user is not None:
+            session.expunge(user)
+        return user
+
+
+def sign_in(runtime: Runtime, username: str, password: str) -> User:
+    """The user whose password this is.
+
+    Raises:
+        AuthenticationError: for a wrong name or password, or an inactive account.
+    """
+    with transaction(runtime.sessions) as session:
+        return authenticate(session, username, password)
+
+
+def open_web_session(runtime: Runtime, user: User) -> str:
+    """A new server-side session for ``user``; its secret goes in the cookie."""
+    with transaction(runtime.sessions) as session:
+        return start_session(session, user)
+
+
+def close_web_session(runtime: Runtime, secret: str) -> None:
+    with transaction(runtime.sessions) as session:
+        end_session(session, secret)
+
+
+def sign_up(runtime: Runtime, username: str, password: str, team: str | None, address: str) -> User:
+    """A web sign-up: rate-limited per address, approved at once unless the server asks an
+    admin to approve new accounts."""
+    settings = runtime.settings
+    with transaction(runtime.sessions) as session:
+        check_signup_rate(session, address, settings.signup_per_address_per_day)
+        return create_user(
+            session,
+            username,
+            password,
+            team=team,
+            approved=not settings.signup_approval,
+            address=address,
+        )
+
+
+def register(runtime: Runtime, username: str, password: str, role: str, team: str | None) -> User:
+    """An account created by the operator (``medvidbench users create``): its team is joined
+    at once, since the operator vouches for it."""
+    with transaction(runtime.sessions) as session:
+        return create_user(session, username, password, role=role, team=team, trusted_team=True)
+
+
+def tokens_of(runtime: Runtime, user: User) -> list[ApiToken]:
+    with runtime.sessions() as session:
+        return list_tokens(session, user)
+
+
+def issue_token(runtime: Runtime, user: User | str, name: str = "cli") -> str:
+    """A new API token for a user (or a username); its secret is returned once, never stored."""
+    with transaction(runtime.sessions) as session:
+        owner = user_named(session, user) if isinstance(user, str) else _me(session, user)
+        secret, _ = create_token(session, owner, name[:80] or "token")
+        return secret
+
+
+def withdraw_token(runtime: Runtime, user: User, token_id: int) -> None:
+    with transaction(runtime.sessions) as session:
+        revoke_token(session, _me(session, user), token_id)
+
+
+def change_role(runtime: Runtime, actor: User, username: str, role: str) -> User:
+    with transaction(runtime.sessions) as session:
+        return set_role(session, actor, username, role)
+
+
+def approve(runtime: Runtime, actor: User, username: str) -> User:
+    with transaction(runtime.sessions) as session:
+        return approve_user(session, actor, username)
+
+
+def record(runtime: Runtime, actor: User | None, action: str, target: str, **detail: Any) -> None:
+    """Write one audit line in a transaction of its own."""
+    with transaction(runtime.sessions) as session:
+        audit(session, actor, action, target, **detail)
+
+
+def has_admin(runtime: Runtime) -> bool:
+    with runtime.sessions() as session:
+        return admin_exists(session)

@@ -13,7 +13,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import ConflictError, NotFoundError, PermissionDeniedError, UsageError
+from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import audit
+from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Team, User
 
 MAX_TEAM_NAME = 120
@@ -151,3 +153,36 @@ def standing(session: Session, user: User) -> TeamStanding:
         requested=session.get(Team, me.requested_team_id) if me.requested_team_id else None,
         requests=[(u.id, u.username, t.name) for u, t in pending_requests(session, me)],
     )
+
+
+# --- Use cases for the web: each owns its transaction. ---------------------------------------
+
+
+def _me(session: Session, user: User) -> User:
+    row = session.get(User, user.id)
+    if row is None:
+        raise NotFoundError("your account no longer exists")
+    return row
+
+
+def standing_of(runtime: Runtime, user: User) -> TeamStanding:
+    with runtime.sessions() as session:
+        return standing(session, user)
+
+
+def ask_to_join(runtime: Runtime, user: User, name: str) -> str:
+    """Create the team ``name`` (``user`` owns it) or ask to join it (its owner decides)."""
+    with transaction(runtime.sessions) as session:
+        return join_or_request(session, _me(session, user), name)
+
+
+def quit_team(runtime: Runtime, user: User) -> None:
+    """Leave the team, or withdraw an open request to join one."""
+    with transaction(runtime.sessions) as session:
+        leave(session, _me(session, user))
+
+
+def settle_request(runtime: Runtime, actor: User, user_id: int, approve: bool) -> User:
+    """The team's owner (or an admin) approves or declines a request to join."""
+    with transaction(runtime.sessions) as session:
+        return decide(session, _me(session, actor), user_id, approve)

@@ -11,14 +11,8 @@ from fastapi import Path, Request
 
 from medvidbench.core.errors import AuthenticationError, PermissionDeniedError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.accounts import (
-    end_session,
-    require_role,
-    session_user,
-    start_session,
-    user_for_token,
-)
-from medvidbench.server.store.db import transaction
+from medvidbench.server.services import accounts
+from medvidbench.server.services.accounts import require_role
 from medvidbench.server.store.models import User
 
 
@@ -32,34 +26,26 @@ def current_user(request: Request) -> User | None:
     rt = runtime(request)
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        with transaction(rt.sessions) as session:
-            return user_for_token(session, header[7:].strip())
+        return accounts.caller(rt, bearer=header[7:].strip())
     secret = request.session.get("sid")
     if not secret:
         return None
-    with rt.sessions() as session:
-        user = session_user(session, str(secret))
-        if user is None:  # logged out elsewhere, expired, or the account was deactivated
-            request.session.clear()
-            return None
-        session.expunge(user)
-        return user
+    user = accounts.caller(rt, web_session=str(secret))
+    if user is None:  # logged out elsewhere, expired, or the account was deactivated
+        request.session.clear()
+    return user
 
 
 def log_in(request: Request, user: User) -> None:
     """Start a server-side session for ``user`` in a fresh cookie (no fixation)."""
-    rt = runtime(request)
-    with transaction(rt.sessions) as session:
-        secret = start_session(session, user)
+    secret = accounts.open_web_session(runtime(request), user)
     request.session.clear()
     request.session["sid"] = secret
 
 
 def log_out(request: Request) -> None:
     """End the session on the server, then forget the cookie."""
-    rt = runtime(request)
-    with transaction(rt.sessions) as session:
-        end_session(session, str(request.session.get("sid", "")))
+    accounts.close_web_session(runtime(request), str(request.session.get("sid", "")))
     request.session.clear()
 
 

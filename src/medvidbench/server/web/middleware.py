@@ -15,8 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from medvidbench.core.errors import AuthenticationError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.accounts import session_user, user_for_token
-from medvidbench.server.store.db import transaction
+from medvidbench.server.services.accounts import caller
 from medvidbench.server.web.limits import answer
 
 # No inline script anywhere. Inline *styles* are allowed: the plotly bundle (served from this
@@ -125,14 +124,12 @@ class UploadGate:
     def _authenticated(self, scope: dict[str, Any], how: str) -> bool:
         headers = dict(scope.get("headers", []))
         try:
-            with transaction(self.runtime.sessions) as session:
-                if how == "token":
-                    auth = headers.get(b"authorization", b"").decode("latin-1")
-                    if not auth.lower().startswith("bearer "):
-                        return False
-                    user_for_token(session, auth[7:].strip())
-                    return True
-                secret = str(scope.get("session", {}).get("sid", ""))
-                return session_user(session, secret) is not None
+            if how == "token":
+                auth = headers.get(b"authorization", b"").decode("latin-1")
+                if not auth.lower().startswith("bearer "):
+                    return False
+                return caller(self.runtime, bearer=auth[7:].strip()) is not None
+            secret = str(scope.get("session", {}).get("sid", ""))
+            return caller(self.runtime, web_session=secret) is not None
         except AuthenticationError:
             return False

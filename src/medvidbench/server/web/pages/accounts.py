@@ -14,7 +14,6 @@ from medvidbench.core.errors import (
 )
 from medvidbench.server.services import accounts, teams
 from medvidbench.server.services.submissions import list_submissions
-from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
     DbId,
@@ -23,7 +22,6 @@ from medvidbench.server.web.deps import (
     log_in,
     log_out,
 )
-from medvidbench.server.web.pages.common import me as _me
 from medvidbench.server.web.pages.common import see as _see
 from medvidbench.server.web.render import page
 
@@ -55,8 +53,7 @@ async def login(request: Request) -> Response:
             error=f"too many failed attempts; try again in {int(wait) + 1} s",
         )
     try:
-        with rt.sessions() as session:
-            user = accounts.authenticate(session, username, str(form.get("password", "")))
+        user = accounts.sign_in(rt, username, str(form.get("password", "")))
     except MedVidBenchError as exc:
         limiter.fail(key)
         return page(request, "login.html", status=401, next=target, error=exc.message)
@@ -86,16 +83,13 @@ async def signup(request: Request) -> Response:
     check_csrf(request, form)
     address = request.client.host if request.client else ""
     try:
-        with transaction(rt.sessions) as session:
-            accounts.check_signup_rate(session, address, rt.settings.signup_per_address_per_day)
-            user = accounts.create_user(
-                session,
-                str(form.get("username", "")),
-                str(form.get("password", "")),
-                team=str(form.get("team", "")) or None,
-                approved=not rt.settings.signup_approval,
-                address=address,
-            )
+        user = accounts.sign_up(
+            rt,
+            str(form.get("username", "")),
+            str(form.get("password", "")),
+            str(form.get("team", "")) or None,
+            address,
+        )
     except MedVidBenchError as exc:
         return page(
             request,
@@ -120,9 +114,8 @@ def _account_page(
     request: Request, user: User, secret: str | None = None, status: int = 200, error: str = ""
 ) -> Response:
     rt = request.app.state.runtime
-    with rt.sessions() as session:
-        tokens = accounts.list_tokens(session, user)
-        place = teams.standing(session, user)
+    tokens = accounts.tokens_of(rt, user)
+    place = teams.standing_of(rt, user)
     response = page(
         request,
         "account.html",
@@ -149,11 +142,7 @@ async def token_create(request: Request) -> Response:
         return _see("/login?next=/account")
     form = await request.form()
     check_csrf(request, form)
-    rt = request.app.state.runtime
-    with transaction(rt.sessions) as session:
-        secret, _ = accounts.create_token(
-            session, _me(session, user), str(form.get("name", "token"))[:80] or "token"
-        )
+    secret = accounts.issue_token(request.app.state.runtime, user, str(form.get("name", "token")))
     # Shown once, in this response only: the secret never travels in the session cookie.
     return _account_page(request, user, secret)
 
@@ -163,7 +152,7 @@ async def team_join(request: Request) -> Response:
     """Create a team (you own it) or ask to join one (its owner decides)."""
     return await _account_action(
         request,
-        lambda session, me, form: teams.join_or_request(session, me, str(form.get("name", ""))),
+        lambda rt, me, form: teams.ask_to_join(rt, me, str(form.get("name", ""))),
         errors_on_page=True,
     )
 
@@ -171,7 +160,7 @@ async def team_join(request: Request) -> Response:
 async def _account_action(
     request: Request, action: Callable[[Any, User, Any], object], errors_on_page: bool = False
 ) -> Response:
-    """A form on the account page: logged in, CSRF-checked, done in one transaction. With
+    """A form on the account page: logged in, CSRF-checked, then one service call. With
     ``errors_on_page`` a refusal is shown on the account page instead of an error page."""
     user = current_user(request)
     if user is None:
@@ -179,8 +168,7 @@ async def _account_action(
     form = await request.form()
     check_csrf(request, form)
     try:
-        with transaction(request.app.state.runtime.sessions) as session:
-            action(session, _me(session, user), form)
+        action(request.app.state.runtime, user, form)
     except MedVidBenchError as exc:
         if not errors_on_page:
             raise
@@ -190,7 +178,7 @@ async def _account_action(
 
 @router.post("/account/team/leave")
 async def team_leave(request: Request) -> Response:
-    return await _account_action(request, lambda session, me, _: teams.leave(session, me))
+    return await _account_action(request, lambda rt, me, _: teams.quit_team(rt, me))
 
 
 @router.post("/account/team/requests/{user_id}")
@@ -198,8 +186,8 @@ async def team_decide(request: Request, user_id: DbId) -> Response:
     """The team's owner (or an admin) approves or declines a request to join."""
     return await _account_action(
         request,
-        lambda session, me, form: teams.decide(
-            session, me, user_id, form.get("decision") == "approve"
+        lambda rt, me, form: teams.settle_request(
+            rt, me, user_id, form.get("decision") == "approve"
         ),
     )
 
@@ -207,5 +195,5 @@ async def team_decide(request: Request, user_id: DbId) -> Response:
 @router.post("/account/tokens/{token_id}/revoke")
 async def token_revoke(request: Request, token_id: DbId) -> Response:
     return await _account_action(
-        request, lambda session, me, _: accounts.revoke_token(session, me, token_id)
+        request, lambda rt, me, _: accounts.withdraw_token(rt, me, token_id)
     )

@@ -13,7 +13,6 @@ from medvidbench.core.errors import (
 )
 from medvidbench.server.services import accounts, administration, leaderboards
 from medvidbench.server.services.submissions import delete_submission
-from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
     admin_user,
@@ -71,8 +70,7 @@ async def admin_action(request: Request, action: str) -> Response:
 
 
 def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
-    with transaction(rt.sessions) as session:
-        accounts.set_role(session, actor, f.get("username", ""), f.get("role", ""))
+    accounts.change_role(rt, actor, f.get("username", ""), f.get("role", ""))
 
 
 def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
@@ -94,14 +92,13 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     from medvidbench.server.jobs import Jobs
 
     sid = form_id(f.get("submission_id"))
-    with transaction(rt.sessions) as session:
-        accounts.audit(
-            session,
-            actor,
-            f"submission.{f.get('kind', 'rescore')}",
-            f"submission:{sid}",
-            profile=f.get("profile", ""),
-        )
+    accounts.record(
+        rt,
+        actor,
+        f"submission.{f.get('kind', 'rescore')}",
+        f"submission:{sid}",
+        profile=f.get("profile", ""),
+    )
     if isinstance(rt.queue, Jobs):
         if f.get("kind") == "rejudge":
             from medvidbench.server.services.processing import request_rejudge
@@ -113,8 +110,7 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
-    with transaction(rt.sessions) as session:
-        accounts.approve_user(session, actor, f.get("username", ""))
+    accounts.approve(rt, actor, f.get("username", ""))
 
 
 _ADMIN: dict[str, Any] = {
