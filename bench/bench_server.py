@@ -36,7 +36,8 @@ def main() -> None:
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
     from medvidbench.server.runtime import Runtime
     from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.services.leaderboards import board_rows, load_benchmark
+    from medvidbench.server.services.boards import board_rows
+    from medvidbench.server.services.catalogue import load_benchmark
     from medvidbench.server.services.submissions import submit
     from medvidbench.server.store.db import transaction, upgrade
     from medvidbench.server.store.models import Submission
@@ -82,7 +83,7 @@ def main() -> None:
 
         # A community board of N scored submissions (rows inserted directly, as scoring would).
         populate_board(runtime, bench.id, user.id, args.entries)
-        from medvidbench.server.services.leaderboards import _ranked_rows
+        from medvidbench.server.services.boards import _ranked_rows
 
         for label, fetch in (
             ("computed", lambda: _ranked_rows(runtime, "community", bench.id)),

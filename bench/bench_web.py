@@ -43,7 +43,8 @@ def main() -> None:
     from medvidbench.core.config import Settings
     from medvidbench.server.runtime import Runtime
     from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.services.leaderboards import add_reported, bootstrap
+    from medvidbench.server.services.catalogue import bootstrap
+    from medvidbench.server.services.entries import add_reported
     from medvidbench.server.store.db import transaction, upgrade
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -21,7 +21,7 @@ from medvidbench.core.config import Settings
 from medvidbench.server.jobs import attach_queue
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import create_user
-from medvidbench.server.services.leaderboards import load_benchmark
+from medvidbench.server.services.catalogue import load_benchmark
 from medvidbench.server.store.db import transaction, upgrade
 from medvidbench.server.store.models import User
 

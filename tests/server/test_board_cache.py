@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import add_reported, board_rows, promote, remove_entry
-from medvidbench.server.services.processing import claim, request_rejudge, rescore, run_step
+from medvidbench.server.services.boards import board_rows
+from medvidbench.server.services.entries import add_reported, promote, remove_entry
+from medvidbench.server.services.evaluations import request_rejudge, rescore
+from medvidbench.server.services.steps import claim, run_step
 from medvidbench.server.services.submissions import delete_submission, submit
 from medvidbench.server.store.models import User
 from tests.server.conftest import variants

@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import board_rows
+from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.models import Evaluation, Submission
 from tests.server.conftest import make_user, variants

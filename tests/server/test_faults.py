@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from medvidbench.core.judge.fake_server import FakeJudgeServer
-from medvidbench.server.services.processing import request_rejudge
+from medvidbench.server.services.evaluations import request_rejudge
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.models import Evaluation, Submission
 from tests.server.conftest import build_runtime, make_user, start_worker, wait_for_scored

@@ -17,14 +17,10 @@ from medvidbench.core.errors import (
 )
 from medvidbench.library import evaluate
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import (
-    add_reported,
-    board_rows,
-    export_board,
-    promote,
-    remove_entry,
-)
-from medvidbench.server.services.processing import claim, run_step
+from medvidbench.server.services.boards import board_rows
+from medvidbench.server.services.entries import add_reported, promote, remove_entry
+from medvidbench.server.services.exports import export_board
+from medvidbench.server.services.steps import claim, run_step
 from medvidbench.server.services.submissions import delete_submission, get_submission, submit
 from medvidbench.server.store.models import AuditLog, Evaluation, Submission, User
 from tests.server.conftest import make_user
@@ -207,7 +203,7 @@ def test_export_has_no_live_formula_whatever_the_separator(
 def test_rescore_keeps_old_evaluations(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
-    from medvidbench.server.services.processing import rescore
+    from medvidbench.server.services.evaluations import rescore
 
     sub = submit(runtime, alice, synthetic["format-noisy"].read_bytes(), "Noisy")
     assert rescore(runtime, sub.id, "strict-v2") and not rescore(runtime, sub.id, "strict-v2")
@@ -222,7 +218,7 @@ def test_each_step_has_its_own_attempts_and_retries_back_off(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
     """job_max_attempts counts the judge step's own attempts, not the scoring before it."""
-    from medvidbench.server.services.processing import retry_delay, step_attempts
+    from medvidbench.server.services.steps import retry_delay, step_attempts
 
     runtime.queue = None
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judge fails")

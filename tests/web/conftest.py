@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import seed_published
+from medvidbench.server.services.catalogue import seed_published
 from medvidbench.server.web.app import create_app
 from tests.server.conftest import build_runtime, make_user
 

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import add_reported
+from medvidbench.server.services.entries import add_reported
 from tests.web.conftest import csrf, login
 
 PAGES = [

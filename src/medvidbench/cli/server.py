@@ -110,7 +110,7 @@ def benchmarks_load(
     data_dir: DataDir = None,
 ) -> None:
     """Validate a ground-truth file and make it its benchmark's current test set."""
-    from medvidbench.server.services.leaderboards import load_benchmark
+    from medvidbench.server.services.catalogue import load_benchmark
 
     bench = load_benchmark(
         runtime(data_dir),  # type: ignore[arg-type]
@@ -154,7 +154,7 @@ def rescore(
 ) -> None:
     """Queue a re-scoring of a benchmark's scored submissions (old evaluations are kept)."""
     from medvidbench.server.jobs import attach_queue
-    from medvidbench.server.services.processing import on_board
+    from medvidbench.server.services.evaluations import on_board
 
     rt = runtime(data_dir)
     slug = rt.definition(benchmark).slug  # type: ignore[attr-defined]
@@ -175,7 +175,7 @@ def export(
     data_dir: DataDir = None,
 ) -> None:
     """Print a ranked board with every metric and its provenance."""
-    from medvidbench.server.services.leaderboards import export_board
+    from medvidbench.server.services.exports import export_board
 
     sys.stdout.write(export_board(runtime(data_dir), board, fmt, slug=benchmark))  # type: ignore[arg-type]
 
@@ -188,7 +188,7 @@ def _warm_up_in_background(rt: object, pages: bool = False) -> None:
     that the first submission and the first page view after a start do not wait for them."""
     import threading
 
-    from medvidbench.server.services.processing import warm_up
+    from medvidbench.server.services.warmup import warm_up
 
     def run() -> None:
         if pages:
@@ -251,7 +251,7 @@ def serve(
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
     from medvidbench.server.services.accounts import has_admin
-    from medvidbench.server.services.leaderboards import bootstrap
+    from medvidbench.server.services.catalogue import bootstrap
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started

@@ -2,7 +2,7 @@
 
 Tasks are registered on an explicit :class:`Jobs` object (no import-time queue). The web process
 and every ``medvidbench worker`` build the same one. Jobs only call
-:mod:`medvidbench.server.services.processing`, whose atomic claims make duplicate deliveries
+:mod:`medvidbench.server.services.steps`, whose atomic claims make duplicate deliveries
 harmless; a periodic reaper re-enqueues submissions that wait too long or whose worker died.
 """
 
@@ -19,13 +19,8 @@ from typing import Any
 from medvidbench.core.config import Settings, judge_wanted
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.processing import (
-    rescore,
-    retry_delay,
-    run_step,
-    stale,
-    step_attempts,
-)
+from medvidbench.server.services.evaluations import rescore
+from medvidbench.server.services.steps import retry_delay, run_step, stale, step_attempts
 
 log = logging.getLogger("medvidbench.server.jobs")
 

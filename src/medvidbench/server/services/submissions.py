@@ -298,7 +298,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
 
     The submitter's own diagnostics (parse examples, errors) are shown to them and to staff.
     """
-    from medvidbench.server.services.processing import current_evaluation
+    from medvidbench.server.services.evaluations import current_evaluation
 
     sub = get_submission(runtime, submission_id, viewer)
     owner = viewer is not None and (

@@ -16,7 +16,8 @@ from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import catalogue
-from medvidbench.server.services.leaderboards import board_rows, export_board
+from medvidbench.server.services.boards import board_rows
+from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.submissions import (
     current_benchmark,
     list_submissions,

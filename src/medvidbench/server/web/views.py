@@ -8,7 +8,7 @@ from typing import Any
 from medvidbench.core.benchmark import Metric
 from medvidbench.core.config import judge_wanted
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.leaderboards import KINDS, BoardRow, board_rows
+from medvidbench.server.services.boards import KINDS, BoardRow, board_rows
 from medvidbench.server.services.submissions import current_benchmark
 
 PER_PAGE = 100  # keeps every page's HTML far under 300 KB on boards of thousands

@@ -11,7 +11,7 @@ from medvidbench.core.errors import (
     NotFoundError,
     UsageError,
 )
-from medvidbench.server.services import accounts, administration, leaderboards
+from medvidbench.server.services import accounts, administration, boards, entries
 from medvidbench.server.services.submissions import delete_submission
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
@@ -39,7 +39,7 @@ def admin(request: Request, benchmark: str = "") -> Response:
         users=seen.users,
         subs=seen.submissions,
         log=seen.log,
-        official=leaderboards.board_rows(rt, "official", slug=definition.slug),
+        official=boards.board_rows(rt, "official", slug=definition.slug),
         slug=definition.slug,
         definition=definition,
         metrics=definition.metrics,
@@ -76,7 +76,7 @@ def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
 def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
     definition = rt.definition(f.get("benchmark") or None)
     metrics = {m.key: float(f[m.key]) for m in definition.metrics if f.get(m.key, "").strip()}
-    leaderboards.add_reported(
+    entries.add_reported(
         rt,
         actor,
         f.get("model_name", ""),
@@ -101,7 +101,7 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     )
     if isinstance(rt.queue, Jobs):
         if f.get("kind") == "rejudge":
-            from medvidbench.server.services.processing import request_rejudge
+            from medvidbench.server.services.evaluations import request_rejudge
 
             if request_rejudge(rt, sid):
                 rt.queue.judge(sid)
@@ -116,9 +116,9 @@ def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
 _ADMIN: dict[str, Any] = {
     "role": _role,
     "approve": _approve,
-    "promote": lambda rt, a, f: leaderboards.promote(rt, a, form_id(f.get("submission_id"))),
+    "promote": lambda rt, a, f: entries.promote(rt, a, form_id(f.get("submission_id"))),
     "add": _add,
-    "remove": lambda rt, a, f: leaderboards.remove_entry(rt, a, form_id(f.get("entry_id"))),
+    "remove": lambda rt, a, f: entries.remove_entry(rt, a, form_id(f.get("entry_id"))),
     "delete": lambda rt, a, f: delete_submission(rt, a, form_id(f.get("submission_id"))),
     "rescore": _rescore,
 }

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
-from medvidbench.server.services import catalogue, leaderboards
+from medvidbench.server.services import boards, catalogue
 from medvidbench.server.services.submissions import current_benchmark, submit
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
@@ -59,7 +59,7 @@ def compare_page(request: Request, slug: str, entries: str = "") -> Response:
     rows = {
         r.entry_id: r
         for k in ("official", "community")
-        for r in leaderboards.board_rows(rt, k, slug=definition.slug)
+        for r in boards.board_rows(rt, k, slug=definition.slug)
     }
     chosen = [rows[i] for i in ids if i in rows]
     return page(

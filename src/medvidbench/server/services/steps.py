@@ -2,9 +2,9 @@
 
 Every step starts by *claiming* the submission with one atomic UPDATE that succeeds only if the
 submission is waiting for that step or its previous owner's lease has expired. So a job
-delivered twice (two workers, a re-enqueued job) runs once, and a job whose worker was killed
-is taken over after the lease. Results are written in one transaction that also checks the
-claim still holds (a fencing check), so a late, superseded worker cannot overwrite anything.
+delivered twice (two workers, a re-enqueued job) runs once, and a job whose worker was killed is
+taken over after the lease. Results are written in one transaction that also checks the claim
+still holds (a fencing check), so a late, superseded worker cannot overwrite anything.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.core.evaluation import Report, evaluate
-from medvidbench.server.lifecycle import ON_BOARD, STEPS, Status
+from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache
 from medvidbench.server.store.db import transaction
@@ -247,138 +246,3 @@ def stale(runtime: Runtime) -> list[tuple[int, str]]:
         (sid, "score" if status in (Status.QUEUED, Status.SCORING) else "judge")
         for sid, status in rows
     ]
-
-
-def current_evaluations(
-    session: Any, submission_ids: list[int], definition: Definition, profile: str | None = None
-) -> dict[int, Any]:
-    """For many submissions at once: the evaluation a board shows for each (current scorer,
-    judged if available, newest), as rows of the columns a board needs."""
-    best: dict[int, Any] = {}
-    for start in range(0, len(submission_ids), 500):
-        rows = session.execute(
-            select(
-                Evaluation.submission_id,
-                Evaluation.id,
-                Evaluation.judge_id,
-                Evaluation.metrics,
-                Evaluation.judge,
-                Evaluation.profile,
-                Evaluation.scorer_version,
-            ).where(
-                Evaluation.submission_id.in_(submission_ids[start : start + 500]),
-                Evaluation.profile == (profile or definition.default_profile),
-                Evaluation.scorer_version == definition.scorer_version,
-            )
-        )
-        for ev in rows:
-            held = best.get(ev.submission_id)
-            if held is None or (bool(ev.judge_id), ev.id) > (bool(held.judge_id), held.id):
-                best[ev.submission_id] = ev
-    return best
-
-
-def current_evaluation(
-    session: Any, submission_id: int, definition: Definition, profile: str | None = None
-) -> Evaluation | None:
-    """The full evaluation a detail page shows (current scorer, judged if available)."""
-    found: Evaluation | None = session.scalar(
-        select(Evaluation)
-        .where(
-            Evaluation.submission_id == submission_id,
-            Evaluation.profile == (profile or definition.default_profile),
-            Evaluation.scorer_version == definition.scorer_version,
-        )
-        .order_by((Evaluation.judge_id != "").desc(), Evaluation.id.desc())
-        .limit(1)
-    )
-    return found
-
-
-def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
-    """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
-    report = _report(runtime, submission_id, profile=profile)
-    try:
-        with transaction(runtime.sessions) as session:
-            if session.scalar(
-                select(Evaluation.id).where(
-                    Evaluation.submission_id == submission_id,
-                    Evaluation.profile == profile,
-                    Evaluation.scorer_version == report.scorer_version,
-                    Evaluation.judge_id == "",
-                )
-            ):
-                return False
-            session.add(
-                Evaluation(
-                    submission_id=submission_id,
-                    profile=report.profile,
-                    scorer_version=report.scorer_version,
-                    judge_id="",
-                    metrics=report.metrics,
-                    per_dataset=report.per_dataset,
-                    per_task=report.per_task,
-                    judge=None,
-                )
-            )
-            board_cache.bump_for_submission(session, submission_id)
-    except IntegrityError:
-        return False  # another worker stored the same evaluation first
-    return True
-
-
-def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
-    """Put a scored or completed submission back in line for judging (cached pairs are free).
-
-    Returns whether it was put back (False when it is not at a judgeable stage).
-    """
-    with transaction(runtime.sessions) as session:
-        result = session.execute(
-            update(Submission)
-            .where(
-                Submission.id == submission_id,
-                Submission.status.in_((Status.SCORED, Status.COMPLETE)),
-            )
-            .values(status=Status.SCORED, step_attempts=0)
-        )
-        put_back = bool(result.rowcount)  # type: ignore[attr-defined]
-        if put_back:
-            board_cache.bump_for_submission(session, submission_id)
-        return put_back
-
-
-def on_board(runtime: Runtime, slug: str | None = None) -> list[int]:
-    """The ids of a benchmark's scored submissions (the ones a re-scoring covers)."""
-    slug = runtime.definition(slug).slug
-    tests = select(Benchmark.id).where(Benchmark.slug == slug)
-    with runtime.sessions() as session:
-        return list(
-            session.scalars(
-                select(Submission.id).where(
-                    Submission.status.in_(ON_BOARD), Submission.benchmark_id.in_(tests)
-                )
-            )
-        )
-
-
-def warm_up(runtime: Runtime) -> None:
-    """Load what the first submission and the first page would otherwise wait for: the
-    current test set, the scorers, the embedding model with its class labels, and both boards.
-    Meant for a background thread at startup; a failure only means no head start."""
-    import logging
-
-    try:
-        from medvidbench.server.services.leaderboards import KINDS, board_rows
-        from medvidbench.server.services.submissions import current_benchmark
-
-        for slug in runtime.hosted:
-            bench = current_benchmark(runtime, slug)
-            for kind in KINDS:
-                board_rows(runtime, kind, bench.id)
-            runtime.ground_truth(bench.gt_sha256, slug)
-            definition = runtime.definition(slug)
-            definition.scorers()
-            if definition.embedder is not None:
-                definition.embedder()
-    except Exception:  # never fatal: everything loads again on first use
-        logging.getLogger("medvidbench").exception("warm-up failed")

@@ -1,0 +1,130 @@
+"""Evaluations: which one a board or a page shows, and adding more (re-scoring under another
+profile, re-judging).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.server.lifecycle import ON_BOARD, Status
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import board_cache
+from medvidbench.server.services.steps import _report
+from medvidbench.server.store.db import transaction
+from medvidbench.server.store.models import Benchmark, Evaluation, Submission
+
+
+def current_evaluations(
+    session: Any, submission_ids: list[int], definition: Definition, profile: str | None = None
+) -> dict[int, Any]:
+    """For many submissions at once: the evaluation a board shows for each (current scorer,
+    judged if available, newest), as rows of the columns a board needs."""
+    best: dict[int, Any] = {}
+    for start in range(0, len(submission_ids), 500):
+        rows = session.execute(
+            select(
+                Evaluation.submission_id,
+                Evaluation.id,
+                Evaluation.judge_id,
+                Evaluation.metrics,
+                Evaluation.judge,
+                Evaluation.profile,
+                Evaluation.scorer_version,
+            ).where(
+                Evaluation.submission_id.in_(submission_ids[start : start + 500]),
+                Evaluation.profile == (profile or definition.default_profile),
+                Evaluation.scorer_version == definition.scorer_version,
+            )
+        )
+        for ev in rows:
+            held = best.get(ev.submission_id)
+            if held is None or (bool(ev.judge_id), ev.id) > (bool(held.judge_id), held.id):
+                best[ev.submission_id] = ev
+    return best
+
+
+def current_evaluation(
+    session: Any, submission_id: int, definition: Definition, profile: str | None = None
+) -> Evaluation | None:
+    """The full evaluation a detail page shows (current scorer, judged if available)."""
+    found: Evaluation | None = session.scalar(
+        select(Evaluation)
+        .where(
+            Evaluation.submission_id == submission_id,
+            Evaluation.profile == (profile or definition.default_profile),
+            Evaluation.scorer_version == definition.scorer_version,
+        )
+        .order_by((Evaluation.judge_id != "").desc(), Evaluation.id.desc())
+        .limit(1)
+    )
+    return found
+
+
+def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
+    """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
+    report = _report(runtime, submission_id, profile=profile)
+    try:
+        with transaction(runtime.sessions) as session:
+            if session.scalar(
+                select(Evaluation.id).where(
+                    Evaluation.submission_id == submission_id,
+                    Evaluation.profile == profile,
+                    Evaluation.scorer_version == report.scorer_version,
+                    Evaluation.judge_id == "",
+                )
+            ):
+                return False
+            session.add(
+                Evaluation(
+                    submission_id=submission_id,
+                    profile=report.profile,
+                    scorer_version=report.scorer_version,
+                    judge_id="",
+                    metrics=report.metrics,
+                    per_dataset=report.per_dataset,
+                    per_task=report.per_task,
+                    judge=None,
+                )
+            )
+            board_cache.bump_for_submission(session, submission_id)
+    except IntegrityError:
+        return False  # another worker stored the same evaluation first
+    return True
+
+
+def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
+    """Put a scored or completed submission back in line for judging (cached pairs are free).
+
+    Returns whether it was put back (False when it is not at a judgeable stage).
+    """
+    with transaction(runtime.sessions) as session:
+        result = session.execute(
+            update(Submission)
+            .where(
+                Submission.id == submission_id,
+                Submission.status.in_((Status.SCORED, Status.COMPLETE)),
+            )
+            .values(status=Status.SCORED, step_attempts=0)
+        )
+        put_back = bool(result.rowcount)  # type: ignore[attr-defined]
+        if put_back:
+            board_cache.bump_for_submission(session, submission_id)
+        return put_back
+
+
+def on_board(runtime: Runtime, slug: str | None = None) -> list[int]:
+    """The ids of a benchmark's scored submissions (the ones a re-scoring covers)."""
+    slug = runtime.definition(slug).slug
+    tests = select(Benchmark.id).where(Benchmark.slug == slug)
+    with runtime.sessions() as session:
+        return list(
+            session.scalars(
+                select(Submission.id).where(
+                    Submission.status.in_(ON_BOARD), Submission.benchmark_id.in_(tests)
+                )
+            )
+        )
