@@ -1,11 +1,12 @@
-"""File shapes: the ground truth (SFT format) and the two submission formats.
+"""Reading benchmark files: size limits, JSON and JSONL decoding with located problems.
 
-Decoding takes a fast path through msgspec's typed decoder. Only when that fails do we walk the
-file record by record to collect *every* problem with its location, so a valid 500k-record file
-costs one C-level pass and an invalid one still gets a complete, precise error list.
+A benchmark's loaders give :func:`decode` their record type. Decoding takes a fast path through
+msgspec's typed decoder. Only when that fails do we walk the file record by record to collect
+*every* problem with its location, so a valid 500k-record file costs one C-level pass and an
+invalid one still gets a complete, precise error list.
 
-Nothing here trusts an upload: submission records are decoded into structs that simply have no
-``gnd``, ``struc_info`` or ``ground_truth`` fields, so those values never reach the scorer.
+Nothing here trusts an upload: a benchmark decodes submission records into structs that simply
+have no field for uploaded ground truth, so such values never reach a scorer.
 """
 
 from __future__ import annotations
@@ -24,93 +25,9 @@ import msgspec
 from medvidbench.core.errors import Problem, ProblemList, UsageError
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the 531,850-sample training-scale file is ~200 MB
-_VIDEO_TAG = re.compile(r"<video>\s*")
 
 
-# --- ground truth -----------------------------------------------------------------------------
-
-
-class Turn(msgspec.Struct):
-    """One conversation turn: ``{"from": "human"|"gpt", "value": "..."}``."""
-
-    from_: str = msgspec.field(name="from")
-    value: str
-
-
-class GTMetadata(msgspec.Struct):
-    """The clip a sample is about; frames and fps arrive as strings in the real data."""
-
-    video_id: str | int
-    fps: str | int | float
-    input_video_start_frame: str | int
-    input_video_end_frame: str | int
-
-
-class GTRecord(msgspec.Struct):
-    """A ground-truth record exactly as the SFT-style test file stores it."""
-
-    conversations: list[Turn]
-    metadata: GTMetadata
-    qa_type: str
-    struc_info: msgspec.Raw = msgspec.Raw(b"null")
-    data_source: str | None = None
-    dataset_name: str | None = None
-
-
-# --- submissions ------------------------------------------------------------------------------
-
-
-class SubmissionMetadata(msgspec.Struct):
-    """Metadata as the inference script copies it into ``results.json``."""
-
-    video_id: str | int
-    fps: str | int | float
-    input_video_start_frame: str | int
-    input_video_end_frame: str | int
-
-
-class SubmissionRecord(msgspec.Struct):
-    """One uploaded prediction, in either submission format.
-
-    Prediction-only records carry ``id`` + ``prediction``; ``results.json`` records carry
-    ``metadata`` + ``answer`` (+ ``question``). ``index`` optionally names the test-set
-    position explicitly. Unknown fields, including any uploaded ground truth, are dropped.
-    """
-
-    qa_type: str
-    prediction: str | msgspec.UnsetType = msgspec.UNSET
-    answer: str | msgspec.UnsetType = msgspec.UNSET
-    id: str | msgspec.UnsetType = msgspec.UNSET
-    index: int | msgspec.UnsetType = msgspec.UNSET
-    metadata: SubmissionMetadata | msgspec.UnsetType = msgspec.UNSET
-    question: str | msgspec.UnsetType = msgspec.UNSET
-    response: str | msgspec.UnsetType = msgspec.UNSET  # the leaderboard README's "format 1"
-
-
-IGNORED_UPLOAD_FIELDS = ("gnd", "struc_info", "ground_truth")
 _PRECOMPUTED_KEYS = {"aggregated_results", "evaluated_samples"}
-
-
-def sample_id(video_id: object, start: object, end: object, fps: object) -> str:
-    """Build the public sample id ``video_id&&start_frame&&end_frame&&fps``.
-
-    Examples:
-        >>> sample_id("kcOqlifSukA", "22425", "25124", "1.0")
-        'kcOqlifSukA&&22425&&25124&&1.0'
-    """
-    return f"{video_id}&&{start}&&{end}&&{fps}"
-
-
-def strip_video_tag(question: str) -> str:
-    """Remove the ``<video>`` placeholder the SFT format puts before the question.
-
-    Examples:
-        >>> strip_video_tag("<video>\\nWhat comes next?")
-        'What comes next?'
-    """
-    if "<video>" not in question:
-        return question.strip()
-    return _VIDEO_TAG.sub("", question).strip()
 
 
 @contextmanager
@@ -192,15 +109,22 @@ def _describe(value: object) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def decode(data: bytes, typed: Any, layout_hint: str = "auto", what: str = "file") -> Decoded:
+def decode(
+    data: bytes,
+    typed: Any,
+    layout_hint: str = "auto",
+    what: str = "file",
+    single_record_field: str | None = None,
+) -> Decoded:
     """Decode a JSON or JSONL file of records into ``typed`` structs.
 
     Never raises on content: every problem found is returned in ``Decoded.problems``. The
     caller then walks generic records (``records`` are plain dicts when the typed pass failed)
-    with its own field checks so that each record's problems are reported.
+    with its own field checks so that each record's problems are reported. An object that has
+    ``single_record_field`` is reported as one record sent alone instead of a list of them.
     """
     try:
-        return _decode(data, typed, layout_hint, what)
+        return _decode(data, typed, layout_hint, what, single_record_field)
     except UnicodeDecodeError:  # msgspec validates UTF-8 only inside strings, without a place
         result = Decoded(
             [], None, "list", ProblemList(), hashlib.sha256(data).hexdigest(), len(data)
@@ -223,7 +147,9 @@ def _bad_utf8(data: bytes) -> str:
     return "a string holds bytes that are not UTF-8"
 
 
-def _decode(data: bytes, typed: Any, layout_hint: str, what: str) -> Decoded:
+def _decode(
+    data: bytes, typed: Any, layout_hint: str, what: str, single_record_field: str | None
+) -> Decoded:
     digest = hashlib.sha256(data).hexdigest()
     problems = ProblemList()
     result = Decoded([], None, "list", problems, digest, len(data))
@@ -263,7 +189,7 @@ def _decode(data: bytes, typed: Any, layout_hint: str, what: str) -> Decoded:
                     "predictions and the scores will be computed here",
                 )
             )
-        elif "qa_type" in generic:
+        elif single_record_field is not None and single_record_field in generic:
             problems.add(
                 Problem(
                     "single-record",

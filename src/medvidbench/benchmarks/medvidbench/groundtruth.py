@@ -17,18 +17,16 @@ from typing import Any
 import msgspec
 
 from medvidbench.benchmarks.medvidbench.datasets import DATASETS, canonical_dataset
+from medvidbench.benchmarks.medvidbench.records import GTRecord, sample_id, strip_video_tag
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, task_for_qa_type
 from medvidbench.core.errors import InvalidGroundTruthError, Problem, ProblemList
 from medvidbench.core.formats import (
     DEFAULT_MAX_BYTES,
-    GTRecord,
     check_fields,
     decode,
     gc_paused,
     read_bytes,
     record_label,
-    sample_id,
-    strip_video_tag,
 )
 
 _GT_FILE = list[GTRecord] | dict[str, GTRecord]
@@ -122,7 +120,7 @@ def load_ground_truth(
     data = source if isinstance(source, bytes) else read_bytes(source, max_bytes)
     hint = "jsonl" if name.endswith(".jsonl") else "auto"
     with gc_paused():
-        decoded = decode(data, _GT_FILE, hint, what="ground truth")
+        decoded = decode(data, _GT_FILE, hint, what="ground truth", single_record_field="qa_type")
         del data  # each struc_info is copied out below, so the file's buffer can be freed
         problems = decoded.problems
         records: list[Any] = decoded.records

@@ -18,18 +18,20 @@ from typing import Any
 import msgspec
 
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
+from medvidbench.benchmarks.medvidbench.records import (
+    IGNORED_UPLOAD_FIELDS,
+    SubmissionRecord,
+    sample_id,
+    strip_video_tag,
+)
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, task_for_qa_type
 from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList
 from medvidbench.core.formats import (
     DEFAULT_MAX_BYTES,
-    IGNORED_UPLOAD_FIELDS,
-    SubmissionRecord,
     check_fields,
     decode,
     read_bytes,
     record_label,
-    sample_id,
-    strip_video_tag,
 )
 from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
 
@@ -63,7 +65,7 @@ def validate_submission(
         name = name or str(source)
         source = read_bytes(source, max_bytes)
     hint = "jsonl" if name.endswith(".jsonl") else "auto"
-    decoded = decode(source, _SUB_FILE, hint, what="submission")
+    decoded = decode(source, _SUB_FILE, hint, what="submission", single_record_field="qa_type")
     report = ValidationReport(
         name,
         decoded.sha256,
