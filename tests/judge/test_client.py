@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from medvidbench.benchmarks.medvidbench.rubric import RUBRIC
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import UsageError
 from medvidbench.core.judge.cache import MemoryJudgeCache, SQLiteJudgeCache, cache_key
@@ -20,7 +21,11 @@ def requests_for(config: JudgeConfig, n: int) -> list[JudgeRequest]:
         pred, ref = f"the nurse checks chart {i}", f"the nurse checks the chart {i}"
         out.append(
             JudgeRequest(
-                cache_key(config.config_id, "video_summary", pred, ref), "video_summary", pred, ref
+                cache_key(config.config_id, "video_summary", pred, ref),
+                "video_summary",
+                pred,
+                ref,
+                RUBRIC,
             )
         )
     return out

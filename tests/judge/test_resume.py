@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from medvidbench.benchmarks.medvidbench.rubric import PROMPT_VERSION
 from medvidbench.core.judge.cache import SQLiteJudgeCache
 from medvidbench.core.judge.fake_server import FakeJudgeServer
 
@@ -50,6 +52,8 @@ def test_sigkill_mid_judging_then_rerun(synthetic: dict[str, Path], tmp_path: Pa
 
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
+        # the judge is stamped with the benchmark's own rubric version
+        assert json.loads(done.stdout)["judge"]["prompt_version"] == PROMPT_VERSION
         unique_pairs = len(SQLiteJudgeCache(cache))
         first, second = server.prompts[:answered_first], server.prompts[answered_first:]
     assert len(set(first)) == len(first) and len(set(second)) == len(second)

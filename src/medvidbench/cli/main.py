@@ -195,7 +195,7 @@ def evaluate(
     bench = benchmarks.get(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
     limit = max_bytes or DEFAULT_MAX_BYTES
-    llm = _judge(judge_model, judge_cache) if judge == "openai" else None
+    llm = _judge(judge_model, judge_cache, bench) if judge == "openai" else None
     gt = bench.load_ground_truth(ground_truth, limit)
     matched = bench.validate_submission(predictions, gt, limit)
     if not matched.report.ok:
@@ -232,14 +232,15 @@ def evaluate(
             Console().print(f"report written to {escape(str(out))}", highlight=False)
 
 
-def _judge(model: str | None, cache: Path | None) -> Any:
+def _judge(model: str | None, cache: Path | None, bench: Any) -> Any:
     """The LLM judge the settings describe (imported only for a run that judges)."""
     from medvidbench.core.config import load_settings
     from medvidbench.core.judge.cache import SQLiteJudgeCache
     from medvidbench.core.judge.client import Judge, JudgeConfig
 
     settings = load_settings(judge_cache_path=cache)
-    config = JudgeConfig.from_settings(settings, model)
+    version = bench.rubric.version if bench.rubric else ""
+    config = JudgeConfig.from_settings(settings, model, prompt_version=version)
     return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.judge.rubric import Rubric
     from medvidbench.core.scoring import JudgedScorer, Scorer
     from medvidbench.core.submission import MatchedSubmission
 
@@ -140,6 +141,8 @@ class Benchmark:
         judged_scorers: ``() -> {task: JudgedScorer}`` for tasks (or parts) an LLM judge scores.
         embedder: ``() -> Embedder``, the sentence embedder its scorers use, prepared (None: the
             package's default all-MiniLM-L6-v2 embedder, loaded when a scorer asks).
+        rubric: What an LLM judge is asked for the judged tasks (its version is part of the
+            judge's configuration id); None when nothing is judged.
         synthesise: ``(out_dir, samples, seed) -> {name: path}``: a synthetic demo test set
             with one prediction file per archetype (``ground_truth`` among the names).
         reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
@@ -165,6 +168,7 @@ class Benchmark:
     scorers: Callable[[], Mapping[str, Scorer]]
     judged_scorers: Callable[[], Mapping[str, JudgedScorer]] = dict
     embedder: Callable[[], Embedder] | None = None
+    rubric: Rubric | None = None
     synthesise: Callable[[Path, int | None, int], dict[str, Path]] | None = None
     archetypes: tuple[str, ...] = ()
     reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple

@@ -21,6 +21,7 @@ from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import rescore
 from medvidbench.server.services.steps import retry_delay, run_step, stale, step_attempts
+from medvidbench.server.services.submissions import benchmark_of
 
 log = logging.getLogger("medvidbench.server.jobs")
 
@@ -85,7 +86,10 @@ class Jobs:
         from medvidbench.server.store.judge_cache import DatabaseJudgeCache
 
         try:
-            config = JudgeConfig.from_settings(self.runtime.settings)
+            rubric = self.runtime.definition(benchmark_of(self.runtime, submission_id)).rubric
+            config = JudgeConfig.from_settings(
+                self.runtime.settings, prompt_version=rubric.version if rubric else ""
+            )
         except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
             log.error("judge job for submission %s not run: %s", submission_id, exc.message)
             return "misconfigured"

@@ -17,6 +17,7 @@ from medvidbench.benchmarks.medvidbench.metrics import (
     SCORER_VERSION,
     STRICT_V2,
 )
+from medvidbench.benchmarks.medvidbench.rubric import RUBRIC
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
 from medvidbench.core.benchmark import Benchmark, Task
 from medvidbench.core.formats import DEFAULT_MAX_BYTES
@@ -118,6 +119,7 @@ BENCHMARK = Benchmark(
     scorers=scorers,
     judged_scorers=judged_scorers,
     embedder=embedder,
+    rubric=RUBRIC,
     synthesise=synthesise,
     archetypes=ARCHETYPES,
     reported_results=reported_results,

@@ -22,7 +22,7 @@ from medvidbench.core.config import Settings
 from medvidbench.core.errors import UsageError
 from medvidbench.core.judge.cache import JudgeCache, Judgement
 from medvidbench.core.judge.parse import parse_scores
-from medvidbench.core.judge.rubric import PROMPT_VERSION, build_prompt
+from medvidbench.core.judge.rubric import Rubric
 
 # USD per million (input, output) tokens of common judges, for the cost estimate only.
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
@@ -49,9 +49,12 @@ class JudgeConfig:
     max_attempts: int = 5
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    prompt_version: str = ""  # the benchmark's rubric version (part of the configuration id)
 
     @classmethod
-    def from_settings(cls, settings: Settings, model: str | None = None) -> JudgeConfig:
+    def from_settings(
+        cls, settings: Settings, model: str | None = None, prompt_version: str = ""
+    ) -> JudgeConfig:
         """The judge the settings describe (OPENAI_BASE_URL / OPENAI_API_KEY are honoured).
 
         Raises:
@@ -75,6 +78,7 @@ class JudgeConfig:
             max_attempts=settings.judge_max_attempts,
             price_input_per_mtok=settings.judge_price_input_per_mtok,
             price_output_per_mtok=settings.judge_price_output_per_mtok,
+            prompt_version=prompt_version,
         )
 
     @property
@@ -86,7 +90,9 @@ class JudgeConfig:
     @property
     def config_id(self) -> str:
         """Scores are comparable only between runs with the same config_id."""
-        blob = json.dumps([self.model, self.endpoint, PROMPT_VERSION, self.temperature, self.seed])
+        blob = json.dumps(
+            [self.model, self.endpoint, self.prompt_version, self.temperature, self.seed]
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -98,6 +104,7 @@ class JudgeRequest:
     task: str
     prediction: str
     reference: str
+    rubric: Rubric  # what the judge is asked, and which aspect scores its answer must hold
 
 
 @dataclass(slots=True)
@@ -256,7 +263,7 @@ class Judge:
                     messages=[
                         {
                             "role": "user",
-                            "content": build_prompt(req.task, req.prediction, req.reference),
+                            "content": req.rubric.prompt(req.task, req.prediction, req.reference),
                         }
                     ],
                     **extra,
@@ -279,7 +286,7 @@ class Judge:
         usage = response.usage
         self.stats.tokens_in += getattr(usage, "prompt_tokens", 0) or 0
         self.stats.tokens_out += getattr(usage, "completion_tokens", 0) or 0
-        scores = parse_scores(text)  # JudgeAnswerError: a failed attempt, retried
+        scores = parse_scores(text, req.rubric.codes)  # JudgeAnswerError: retried
         return Judgement(
             scores,
             str(response.model or self.config.model),
@@ -313,7 +320,7 @@ class Judge:
             "model_requested": c.model,
             "model_reported": reported,
             "endpoint": c.endpoint,
-            "prompt_version": PROMPT_VERSION,
+            "prompt_version": c.prompt_version,
             "temperature": c.temperature,
             "seed": c.seed,
             "config_id": c.config_id,

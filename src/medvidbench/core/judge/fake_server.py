@@ -22,15 +22,15 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from medvidbench.core.judge.rubric import ASPECT_CODES
-
 Responder = Callable[[str], str]
 _SECTION = re.compile(r"REFERENCE:\n(.*?)\n\nPREDICTION:\n(.*?)\n\n", re.DOTALL)
 _WORD = re.compile(r"[a-z]+")
+_FORMAT_LINE = re.compile(r"^(\w+): <score>$", re.MULTILINE)  # a rubric's answer format
 
 
 def overlap_responder(prompt: str) -> str:
-    """Scores from 1 to 5 by the word overlap (Jaccard) of prediction and reference."""
+    """Scores from 1 to 5 by the word overlap (Jaccard) of prediction and reference, one line
+    per aspect the prompt's answer format asks for."""
     m = _SECTION.search(prompt)
     ref, pred = (m.group(1), m.group(2)) if m else ("", "")
     a, b = set(_WORD.findall(ref.lower())), set(_WORD.findall(pred.lower()))
@@ -38,7 +38,7 @@ def overlap_responder(prompt: str) -> str:
     base = 1 + round(4 * jaccard)
     return "\n".join(
         f"{code}: {max(1, min(5, base - (i % 2 if base > 1 else 0)))}"
-        for i, code in enumerate(ASPECT_CODES)
+        for i, code in enumerate(_FORMAT_LINE.findall(prompt))
     )
 
 

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 
-from medvidbench.core.judge.rubric import ASPECT_CODES
 
-_PATTERNS = tuple(
-    (
-        code,
-        (
-            re.compile(rf"\b{code}\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)"),
-            re.compile(rf"\*\*{code}\*\*\s*[:=]?\s*(-?\d+(?:\.\d+)?)"),
-            re.compile(rf"\b{code}\s+(-?\d+(?:\.\d+)?)"),
-        ),
+@cache
+def _patterns(code: str) -> tuple[re.Pattern[str], ...]:
+    """The ways a judge writes one aspect's score: ``R2: 4``, ``**R2**: 4``, ``R2 4``."""
+    c = re.escape(code)
+    return (
+        re.compile(rf"\b{c}\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)"),
+        re.compile(rf"\*\*{c}\*\*\s*[:=]?\s*(-?\d+(?:\.\d+)?)"),
+        re.compile(rf"\b{c}\s+(-?\d+(?:\.\d+)?)"),
     )
-    for code in ASPECT_CODES
-)
+
+
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -43,31 +43,32 @@ def _score(raw: object, code: str) -> int:
     return int(value)
 
 
-def parse_scores(text: str) -> dict[str, int]:
-    """Five aspect scores from a judge's answer.
+def parse_scores(text: str, codes: tuple[str, ...]) -> dict[str, int]:
+    """The score of every aspect ``codes`` names, from a judge's answer.
 
     Raises:
         JudgeAnswerError: when an aspect is missing or its value is not a whole number 1-5.
 
     Examples:
-        >>> parse_scores("R2: 4\\nR3: 3\\nR8: 5\\nR5: 4\\nR4: 5")
+        >>> codes = ("R2", "R3", "R8", "R5", "R4")
+        >>> parse_scores("R2: 4\\nR3: 3\\nR8: 5\\nR5: 4\\nR4: 5", codes)
         {'R2': 4, 'R3': 3, 'R8': 5, 'R5': 4, 'R4': 5}
-        >>> parse_scores('{"R2": 2, "R3": 2, "R8": 2, "R5": 2, "R4": 2}')["R8"]
+        >>> parse_scores('{"R2": 2, "R3": 2, "R8": 2, "R5": 2, "R4": 2}', codes)["R8"]
         2
     """
-    found = _from_json(text)
+    found = _from_json(text, codes)
     if found is not None:
         return found
     scores = {}
-    for code, patterns in _PATTERNS:
-        match = next((m for p in patterns if (m := p.search(text))), None)
+    for code in codes:
+        match = next((m for p in _patterns(code) if (m := p.search(text))), None)
         if match is None:
             raise JudgeAnswerError(f"{code} is missing from the answer")
         scores[code] = _score(match.group(1), code)
     return scores
 
 
-def _from_json(text: str) -> dict[str, int] | None:
+def _from_json(text: str, codes: tuple[str, ...]) -> dict[str, int] | None:
     m = _JSON.search(text)
     if not m:
         return None
@@ -75,9 +76,9 @@ def _from_json(text: str) -> dict[str, int] | None:
         data = json.loads(m.group(0))
     except ValueError:
         return None
-    if not isinstance(data, dict) or not any(code in data for code in ASPECT_CODES):
+    if not isinstance(data, dict) or not any(code in data for code in codes):
         return None
-    missing = [code for code in ASPECT_CODES if code not in data]
+    missing = [code for code in codes if code not in data]
     if missing:
         raise JudgeAnswerError(f"{', '.join(missing)} missing from the answer")
-    return {code: _score(data[code], code) for code in ASPECT_CODES}
+    return {code: _score(data[code], code) for code in codes}

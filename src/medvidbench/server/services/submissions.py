@@ -341,3 +341,16 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "scorer_version": ev.scorer_version if ev else None,
         "owner": owner,
     }
+
+
+def benchmark_of(runtime: Runtime, submission_id: int) -> str:
+    """The slug of the benchmark a submission was made to."""
+    with runtime.sessions() as session:
+        slug = session.scalar(
+            select(Benchmark.slug)
+            .join(Submission, Submission.benchmark_id == Benchmark.id)
+            .where(Submission.id == submission_id)
+        )
+    if slug is None:
+        raise NotFoundError(f"no submission {submission_id}")
+    return str(slug)

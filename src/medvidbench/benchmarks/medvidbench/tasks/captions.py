@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.benchmarks.medvidbench.rubric import ASPECT_CODES, RUBRIC
 from medvidbench.benchmarks.medvidbench.tasks import dvc
 from medvidbench.benchmarks.medvidbench.tasks.tal import assign
 from medvidbench.core.benchmark import Profile
-from medvidbench.core.judge.rubric import ASPECT_CODES
 from medvidbench.core.scoring import SampleResult, TaskResult, group_by_dataset, mean_or_none
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def plan(
 
     def request(prediction: str, reference: str) -> str:
         key = cache_key(config_id, task, prediction, reference)
-        requests.setdefault(key, JudgeRequest(key, task, prediction, reference))
+        requests.setdefault(key, JudgeRequest(key, task, prediction, reference, RUBRIC))
         return key
 
     planned = []
