@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     )
     judge_enabled: bool | None = Field(
         None,
-        description="Judge caption metrics in the background after scoring. Unset: on "
+        description="Judge the LLM-judged metrics in the background after scoring. Unset: on "
         "exactly when a judge is configured (an API key or a base URL, e.g. OPENAI_API_KEY); "
         "true without either refuses to start; false keeps judging off.",
     )
@@ -194,7 +194,7 @@ OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 @dataclass(frozen=True, slots=True)
 class JudgeState:
-    """Whether this server judges caption metrics, and with what (never the key).
+    """Whether this server judges the LLM-judged metrics, and with what (never the key).
 
     Attributes:
         enabled: Caption metrics are judged in the background after scoring.
@@ -212,7 +212,7 @@ class JudgeState:
         """The line ``serve`` and ``worker`` print at startup."""
         if self.enabled:
             return f"judge: on, model {self.model} at {self.endpoint} ({self.reason})"
-        return f"judge: off ({self.reason}); caption metrics stay unjudged"
+        return f"judge: off ({self.reason}); judged metrics stay unjudged"
 
 
 def judge_configured(settings: Settings) -> bool:
@@ -222,7 +222,7 @@ def judge_configured(settings: Settings) -> bool:
 
 
 def judge_wanted(settings: Settings) -> bool:
-    """Whether caption metrics are to be judged: as switched, else exactly when configured."""
+    """Whether judged metrics are to be judged: as switched, else exactly when configured."""
     if settings.judge_enabled is None:
         return judge_configured(settings)
     return settings.judge_enabled

@@ -28,7 +28,7 @@ SWAGGER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/jav
 # The interactive API page: Swagger UI from this server, started by a script file of ours (the
 # CSP allows no inline script, and a self-hosted server may not reach any CDN).
 API_DOCS = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>MedVidBench API</title>
+<html lang="en"><head><meta charset="utf-8"><title>medvidbench API</title>
 <link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/static/vendor/swagger/swagger-ui.css">
 </head><body><div id="swagger-ui"></div>
@@ -54,7 +54,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     from medvidbench.server.web import api, pages
 
     app = FastAPI(
-        title="MedVidBench leaderboard API",
+        title="medvidbench leaderboard API",
         version=__version__,
         docs_url=None,  # served below from local files: FastAPI's page loads a CDN
         redoc_url=None,

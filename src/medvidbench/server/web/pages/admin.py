@@ -12,7 +12,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.server.services import accounts, administration, boards, entries
-from medvidbench.server.services.submissions import delete_submission
+from medvidbench.server.services.submissions import benchmark_of, delete_submission
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
     admin_user,
@@ -106,7 +106,8 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
             if request_rejudge(rt, sid):
                 rt.queue.judge(sid)
         else:
-            rt.queue.rescore(sid, f.get("profile", "strict-v2"))
+            definition = rt.definition(benchmark_of(rt, sid))
+            rt.queue.rescore(sid, definition.profile(f.get("profile") or None).name)
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
