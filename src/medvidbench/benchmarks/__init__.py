@@ -8,9 +8,11 @@ A package adds a benchmark by declaring, in its ``pyproject.toml``::
 
 Discovery reads every installed distribution's metadata, which costs more than a cold
 evaluation's whole import time, so the result (slug -> ``module:attribute``) is cached under
-the cache directory, keyed by every ``sys.path`` entry and its modification time: installing,
-upgrading or removing a distribution changes its directory and so invalidates the cache.
-``MEDVIDBENCH_PLUGIN_CACHE=0`` turns the cache off.
+the cache directory, keyed by the distributions on ``sys.path``: each ``*.dist-info`` or
+``*.egg-info`` folder's name (which holds the version) and its ``entry_points.txt``'s
+modification time. Installing, upgrading, reinstalling or removing a distribution, or a new
+``sys.path`` entry holding one, changes the key; a folder that holds no distribution (the working
+directory, say) does not. ``MEDVIDBENCH_PLUGIN_CACHE=0`` turns the cache off.
 """
 
 from __future__ import annotations
@@ -30,18 +32,31 @@ if TYPE_CHECKING:
     from medvidbench.core.benchmark import Benchmark
 
 GROUP = "medvidbench.benchmarks"
+_METADATA = (".dist-info", ".egg-info")
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 _found: dict[str, str] | None = None
 _loaded: dict[str, Benchmark] = {}
 
 
 def _fingerprint() -> list[list[object]]:
+    """The distributions on ``sys.path``: per entry, each metadata folder's name and the
+    modification time of its ``entry_points.txt`` (None when it has none)."""
     out: list[list[object]] = []
     for entry in sys.path:
         try:
-            out.append([entry, os.stat(entry or ".").st_mtime_ns])
-        except OSError:
-            out.append([entry, None])
+            with os.scandir(entry or ".") as found:
+                names = sorted(d.name for d in found if d.name.endswith(_METADATA))
+        except OSError:  # not a folder (a zip file) or gone: its path alone
+            out.append([entry])
+            continue
+        stamps: list[object] = [entry]
+        for name in names:
+            try:
+                stamp = os.stat(os.path.join(entry or ".", name, "entry_points.txt")).st_mtime_ns
+            except OSError:
+                stamp = None
+            stamps.append([name, stamp])
+        out.append(stamps)
     return out
 
 
