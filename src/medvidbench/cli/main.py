@@ -166,6 +166,14 @@ def evaluate(
         Path | None, typer.Option("--out", help="Write the report as JSON here.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="KEY=VALUE scoring option of the benchmark, repeatable "
+            "(MedSG-Bench: parser=strong|old, coordinates=pixel|0-1000|0-1).",
+        ),
+    ] = None,
     max_bytes: Annotated[
         int | None,
         typer.Option(
@@ -220,6 +228,7 @@ def evaluate(
             judge=llm,
             judge_progress=judged,
             similarity=similarity,
+            options=_options(option or []),
         )
     body = json.dumps(report.to_dict(), indent=2)
     if out is not None:
@@ -230,6 +239,17 @@ def evaluate(
         print_report(report, bench, Console())
         if out is not None:
             Console().print(f"report written to {escape(str(out))}", highlight=False)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` command-line options as a mapping."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _judge(model: str | None, cache: Path | None, bench: Any) -> Any:

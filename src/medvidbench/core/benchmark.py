@@ -50,7 +50,10 @@ class Metric:
         judged: Whether an LLM judge produces it (null until judged).
         higher_is_better: Ranking direction.
         ranked: Whether it enters the average rank (a shown-only column does not).
-        group: The column group on boards and charts (default: the task's label).
+        group: The column group on boards and charts (default: the task's label; required for a
+            metric of no single task, ``task=""``, such as an overall average).
+        board: Whether the board shows it as a column (every metric is in the API, the
+            exports and the submission page).
     """
 
     key: str
@@ -62,6 +65,7 @@ class Metric:
     higher_is_better: bool = True
     ranked: bool = True
     group: str = ""
+    board: bool = True
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -143,6 +147,8 @@ class Benchmark:
             package's default all-MiniLM-L6-v2 embedder, loaded when a scorer asks).
         rubric: What an LLM judge is asked for the judged tasks (its version is part of the
             judge's configuration id); None when nothing is judged.
+        derived_metrics: ``(task metrics) -> more metrics``: metrics of no single task (an
+            overall average), computed from the tasks' metrics after scoring.
         synthesise: ``(out_dir, samples, seed) -> {name: path}``: a synthetic demo test set
             with one prediction file per archetype (``ground_truth`` among the names).
         reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
@@ -169,6 +175,7 @@ class Benchmark:
     judged_scorers: Callable[[], Mapping[str, JudgedScorer]] = dict
     embedder: Callable[[], Embedder] | None = None
     rubric: Rubric | None = None
+    derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
     synthesise: Callable[[Path, int | None, int], dict[str, Path]] | None = None
     archetypes: tuple[str, ...] = ()
     reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple
@@ -183,7 +190,11 @@ class Benchmark:
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}
-        bad = [m.key for m in self.metrics if m.task not in tasks]
+        bad = [
+            m.key
+            for m in self.metrics
+            if m.task not in tasks and not (m.task == "" and m.group)  # overall: no task
+        ]
         if bad:
             raise ValueError(f"benchmark {self.slug!r}: metrics of unknown tasks: {bad}")
         if not self.profiles:

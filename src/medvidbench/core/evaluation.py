@@ -76,6 +76,7 @@ def evaluate(
     judge: Judge | None = None,
     judge_progress: Callable[[int, int], None] | None = None,
     similarity: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> Report:
     """Score a submission on every task of ``benchmark`` it answers.
 
@@ -91,6 +92,8 @@ def evaluate(
         judge_progress: Called as ``judge_progress(done, total)`` while judging.
         similarity: Also compute the offline caption-similarity diagnostic (slow: it embeds
             every caption answer and reference).
+        options: Scoring options for the benchmark's scorers; they override what the file
+            declares (``matched.options``).
 
     Raises:
         InvalidSubmissionError: when the prediction file is invalid.
@@ -142,6 +145,7 @@ def evaluate(
         )
     scorers = benchmark.scorers()
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
+    ctx.options = {**ctx.options, **matched.options, **(options or {})}
     results: list[TaskResult] = []
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
@@ -291,6 +295,8 @@ def _metrics(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float
                 f"its definition does not declare: {', '.join(undeclared)}"
             )
         out.update(result.metrics)
+    if benchmark.derived_metrics is not None:
+        out.update(benchmark.derived_metrics(out))
     return out
 
 

@@ -63,10 +63,13 @@ class Context:
     """What a scorer may need beyond samples and texts; loaded lazily.
 
     The evaluator builds it from the benchmark (``Benchmark.embedder``); tests inject their own.
+    ``options`` are the submission's scoring options (declared in its file, or given on the
+    command line: ``--option parser=old``), which a benchmark's scorers may read.
     """
 
     embedder_factory: Callable[[], Embedder] | None = None
     _embedder: Embedder | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

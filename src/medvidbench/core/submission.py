@@ -97,8 +97,12 @@ class MatchedSubmission:
 
     Attributes:
         report: What validation found.
-        predictions: ``predictions[i]`` is the model's text for ``gt.samples[i]``, or None.
+        predictions: ``predictions[i]`` is the model's answer for ``gt.samples[i]`` (its text,
+            or a benchmark-specific structure such as a box), or None.
+        options: What the file declares about how to score it (a benchmark's own keys, such as
+            MedSG-Bench's ``parser``); the evaluator hands them to the scorers.
     """
 
     report: ValidationReport
-    predictions: list[str | None]
+    predictions: list[Any]
+    options: dict[str, Any] = field(default_factory=dict)

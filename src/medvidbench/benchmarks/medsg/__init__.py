@@ -1,7 +1,182 @@
-"""MedSG-Bench (medical image-sequence grounding): its scoring, for the plug-in to come.
+"""MedSG-Bench: medical image-sequence grounding, 8 tasks, 9,630 items, one box per answer.
 
-So far this package holds the scorer of the official evaluation and of the corrected profile
-(:mod:`.scoring`), checked against every test vector of the specification. The benchmark
-definition (loader, identity rule, submission formats, synthetic set) is not published in the
-entry-point group yet, so no server or command hosts it.
+:data:`BENCHMARK` is published in the ``medvidbench.benchmarks`` entry-point group, as
+MedVidBench is. Its scoring (:mod:`.scoring`) reproduces the official evaluation script bit for
+bit under ``official`` and applies the documented corrections under ``corrected``; see
+docs/benchmarks/medsg.md. Importing this module is cheap: the loaders and scorers are imported
+on first use.
 """
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    from medvidbench.core.scoring import Scorer
+    from medvidbench.core.submission import MatchedSubmission
+
+# The tasks, their short labels and titles (the test set's `task` strings are the keys).
+TASKS = (
+    Task("Registered_Diff", "RegDiff", "Registered image difference grounding"),
+    Task("Non_Registered_Diff", "NonRegDiff", "Non-registered image difference grounding"),
+    Task("multi_view", "MultiView", "Multi-view grounding"),
+    Task("object_tracking", "Tracking", "Object tracking"),
+    Task("concept", "Concept", "Visual concept grounding"),
+    Task("patch", "Patch", "Visual patch grounding"),
+    Task("crossmodal", "CrossModal", "Cross-modal grounding"),
+    Task("referring", "Referring", "Referring grounding", 1482),
+)
+
+
+def _metrics() -> tuple[Metric, ...]:
+    out = [
+        Metric(
+            "overall.acc_05",
+            "Overall Acc@0.5",
+            "",
+            "This server's aggregate (the official code has none): the mean over the 8 tasks "
+            "of Acc@0.5; shown only when every task is scored",
+            group="Overall",
+        ),
+        Metric(
+            "overall.miou",
+            "Overall mIoU",
+            "",
+            "This server's aggregate: the mean over the 8 tasks of mean IoU",
+            group="Overall",
+            ranked=False,
+        ),
+    ]
+    for t in TASKS:
+        out += [
+            Metric(
+                f"{t.name}.acc_05",
+                f"{t.label} Acc@0.5",
+                t.name,
+                "Share of items with IoU >= 0.5",
+                ranked=False,
+            ),
+            Metric(
+                f"{t.name}.miou",
+                f"{t.label} mIoU",
+                t.name,
+                "Mean IoU, unparsed answers 0",
+                ranked=False,
+            ),
+            Metric(
+                f"{t.name}.acc_03",
+                f"{t.label} Acc@0.3",
+                t.name,
+                "Share of items with IoU >= 0.3",
+                ranked=False,
+                board=False,
+            ),
+            Metric(
+                f"{t.name}.acc_07",
+                f"{t.label} Acc@0.7",
+                t.name,
+                "Share of items with IoU >= 0.7",
+                ranked=False,
+                board=False,
+            ),
+        ]
+    return tuple(out)
+
+
+OFFICIAL = Profile(
+    "official",
+    strict=False,
+    description="medsg-official-v1: the official evaluation script's rules bit for bit, quirks "
+    "included (strong parser by default; the old parser with the option parser=old).",
+)
+CORRECTED = Profile(
+    "corrected",
+    strict=True,
+    description="medsg-corrected-v1: signed, whole numbers only; full-width brackets; an "
+    "unreadable answer is reported unparsed; coordinates rescaled only when the submission "
+    "declares them (0-1000 or 0-1). Never mixed with official numbers.",
+)
+
+ABOUT = """MedSG-Bench (NeurIPS 2025 Datasets and Benchmarks) tests how well multimodal models \
+ground a finding in a sequence of medical images: 8 tasks, 9,630 items from 76 public \
+datasets, each answered with one box [x1, y1, x2, y2] in pixels of the target image.
+
+Open labels: MedSG-Bench's test labels are public, so every entry here is self-evaluated \
+inference: the submitter ran the model and could have seen the answers. This server scores \
+every entry with the same rules from the raw model answers (never the submitter's own IoUs), \
+and shows per-item results.
+
+Per task: mean IoU and Acc@0.3/0.5/0.7 (the share of items with IoU at least the threshold), \
+unparseable answers counted as IoU 0. The official code has no overall number; the overall \
+columns here are this server's: the mean over the 8 tasks of Acc@0.5 (ranked) and of mean IoU, \
+shown only when all 8 tasks are scored."""
+
+IDENTITY = """An item is (task, index): its position among that task's records in the \
+official test file (the items have no ids). Results files of the official script are matched \
+by position within each task and checked against each item's question."""
+
+
+def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    from medvidbench.benchmarks.medsg.testset import load_ground_truth as load
+
+    return load(source, max_bytes)
+
+
+def validate_submission(
+    source: str | Path | bytes, gt: Any, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    from medvidbench.benchmarks.medsg.submission import validate_submission as validate
+
+    return validate(source, gt, max_bytes, name)
+
+
+def scorers() -> Mapping[str, Scorer]:
+    from medvidbench.benchmarks.medsg.tasks import scorers as all_scorers
+
+    return all_scorers()
+
+
+def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
+    from medvidbench.benchmarks.medsg.tasks import overall as compute
+
+    return compute(metrics)
+
+
+def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    from medvidbench.benchmarks.medsg.synth import write_synthetic
+
+    return write_synthetic(out_dir, samples, seed)
+
+
+BENCHMARK = Benchmark(
+    slug="medsg",
+    title="MedSG-Bench",
+    version="1.0",
+    scorer_version="0.1.0",
+    tasks=TASKS,
+    metrics=_metrics(),
+    profiles=(OFFICIAL, CORRECTED),
+    load_ground_truth=load_ground_truth,
+    validate_submission=validate_submission,
+    scorers=scorers,
+    derived_metrics=overall,
+    synthesise=synthesise,
+    archetypes=("perfect", "strong", "qwen-json", "scaled-1000", "truncated", "prose", "partial"),
+    labels="public",
+    identity=IDENTITY,
+    submission_format='predictions by key, [{"task", "index", "prediction"}] (the model\'s raw '
+    "text, or a box of 4 numbers in pixels), or the official evaluation script's own results "
+    "file.",
+    about=ABOUT,
+    links={
+        "Paper (arXiv:2505.11852)": "https://arxiv.org/abs/2505.11852",
+        "Dataset": "https://huggingface.co/MedSG-Bench",
+    },
+    licence="the 76 source datasets' licences (permissive, e.g. CC BY 4.0)",
+    primary_metric="overall.acc_05",
+)

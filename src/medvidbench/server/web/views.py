@@ -42,7 +42,9 @@ def board_context(
     definition = runtime.definition(slug)
     rows = board_rows(runtime, kind, slug=definition.slug)
     metrics = definition.metrics
-    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics]
+    columns = [
+        Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics if m.board
+    ]
     q = params.get("q", "").strip().casefold()
     team = params.get("team", "")
     shown = [
@@ -68,6 +70,8 @@ def board_context(
     visible = shown[(current - 1) * PER_PAGE : current * PER_PAGE]
     groups: list[tuple[str, int]] = []
     for m in metrics:
+        if not m.board:
+            continue
         label = definition.group_of(m)
         if groups and groups[-1][0] == label:
             groups[-1] = (label, groups[-1][1] + 1)
@@ -82,6 +86,8 @@ def board_context(
         "pages": pages,
         "total": len(rows),
         "columns": columns,
+        "metric_total": len(metrics),
+        "ranked_total": sum(m.ranked for m in metrics),
         "groups": groups,
         "teams": sorted({r.team for r in rows if r.team}),
         "params": params,

@@ -1,0 +1,291 @@
+"""MedSG-Bench submissions (medsg.md §9), in the two formats researchers already have.
+
+(a) Predictions by key: ``[{"task", "index", "prediction"}]``, or ``{"predictions": [...],
+    "parser": "strong"|"old", "coordinates": "pixel"|"0-1000"|"0-1", "model": ...}``. A
+    prediction is the model's raw text, or a box of 4 numbers in pixels used as it is.
+(b) The official script's own results file(s): item records ``{task, question, answer, ...}`` in
+    test order per task, and counters records. Matched by position within each task, and checked
+    against the test item's question (§9.2). Whatever the file claims as ``iou``,
+    ``filter_answer`` or ``groundtruth`` is never used for scoring: the raw ``answer`` is parsed
+    again against our ground truth (``groundtruth``, when present, must match it).
+
+Every task a submission answers must be complete; a task left out is reported missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from medvidbench.benchmarks.medsg.testset import TASKS, Item, TestSet
+from medvidbench.core.errors import Problem
+from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
+from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
+
+PARSERS = ("strong", "old")
+COORDINATES = ("pixel", "0-1000", "0-1")
+_TAGS = re.compile(
+    r"<\|box_start\|>|<\|box_end\|>|<\|object_ref_start\|>|<\|object_ref_end\|>"
+    r"|</?box>|</?ref>|<image>|<\|image\|>"
+)
+_NOT_LETTER = re.compile(r"[^a-z]")
+_MISSING_SHOWN = 20
+
+
+def _letters(text: str) -> str:
+    """A question reduced for the relaxed check: tags removed, letters only, lower case."""
+    return _NOT_LETTER.sub("", _TAGS.sub("", text).lower())
+
+
+def _is_box(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 4
+        and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in value
+        )
+    )
+
+
+def validate_submission(
+    source: str | Path | bytes,
+    gt: TestSet,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    name: str = "",
+) -> MatchedSubmission:
+    """Validate a MedSG-Bench submission and match it to the test items (never raises on the
+    file's content: every problem is in ``report.errors``)."""
+    if not isinstance(source, bytes):
+        name = name or str(source)
+        source = read_bytes(source, max_bytes)
+    report = ValidationReport(name, hashlib.sha256(source).hexdigest(), len(source))
+    predictions: list[Any] = [None] * len(gt)
+    matched = MatchedSubmission(report, predictions)
+    try:
+        raw = json.loads(source)
+    except (ValueError, UnicodeDecodeError) as exc:
+        report.errors.add(Problem("not-json", f"the submission is not JSON: {exc}"))
+        return matched
+    if isinstance(raw, dict) and "predictions" in raw:
+        _options(raw, matched)
+        raw = raw["predictions"]
+    if not isinstance(raw, list):
+        report.errors.add(
+            Problem("wrong-type", "expected a JSON list of records (or {'predictions': [...]})")
+        )
+        return matched
+    report.records = len(raw)
+    by_task = gt.by_task()
+    kinds = [_kind(r) for r in raw]
+    if "?" in kinds:
+        bad = kinds.index("?")
+        report.errors.add(
+            Problem(
+                "unknown-record",
+                f"record {bad}: expected {{task, index, prediction}} (predictions by key) or "
+                "{task, question, answer} (the official script's results file)",
+                bad,
+            )
+        )
+        return matched
+    if "a" in kinds and "b" in kinds:
+        report.errors.add(
+            Problem("mixed-formats", "the file mixes predictions by key with results records")
+        )
+        return matched
+    if "a" in kinds:
+        _by_key(raw, by_task, matched)
+    else:
+        _results_file(raw, by_task, matched)
+    for task, items in by_task.items():
+        got = sum(predictions[i.index] is not None for i in items)
+        report.coverage[task] = TaskCoverage(task, len(items), got)
+        if 0 < got < len(items):
+            missing = [i.k for i in items if predictions[i.index] is None]
+            shown = ", ".join(map(str, missing[:_MISSING_SHOWN]))
+            more = (
+                f" and {len(missing) - _MISSING_SHOWN} more"
+                if len(missing) > _MISSING_SHOWN
+                else ""
+            )
+            report.errors.add(
+                Problem(
+                    "incomplete-task",
+                    f"task {task!r} is incomplete: no prediction for index {shown}{more} "
+                    f"(a task is scored only when every one of its {len(items)} items is answered)",
+                )
+            )
+    report.matched = sum(p is not None for p in predictions)
+    return matched
+
+
+def _kind(rec: object) -> str:
+    """``a`` (a prediction by key), ``b`` (a results record), ``counters`` or ``?``."""
+    if not isinstance(rec, dict):
+        return "?"
+    if "index" in rec and "prediction" in rec:
+        return "a"
+    if "question" in rec and "answer" in rec:
+        return "b"
+    if rec and all(isinstance(v, dict) and "TOTAL" in v for v in rec.values()):
+        return "counters"
+    return "?"
+
+
+def _options(raw: dict[str, Any], matched: MatchedSubmission) -> None:
+    errors = matched.report.errors
+    for key, allowed in (("parser", PARSERS), ("coordinates", COORDINATES)):
+        if key in raw:
+            if raw[key] not in allowed:
+                errors.add(
+                    Problem(
+                        "bad-option",
+                        f"{key} must be one of {', '.join(allowed)}; got {raw[key]!r}",
+                    )
+                )
+            else:
+                matched.options[key] = raw[key]
+    if isinstance(raw.get("model"), str):
+        matched.options["model"] = raw["model"][:200]
+
+
+def _by_key(raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubmission) -> None:
+    errors, predictions = matched.report.errors, matched.predictions
+    for pos, rec in enumerate(raw):
+        if _kind(rec) != "a":
+            errors.add(Problem("unknown-record", f"record {pos}: not a prediction record", pos))
+            continue
+        task, index, pred = rec.get("task"), rec.get("index"), rec.get("prediction")
+        where = f"record {pos}"
+        if task not in TASKS:
+            errors.add(Problem("unknown-task", f"{where}: unknown task {task!r}", pos))
+            continue
+        if task not in by_task:
+            errors.add(
+                Problem("task-not-in-test-set", f"{where}: the test set has no {task!r} items", pos)
+            )
+            continue
+        n = len(by_task[task])
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < n:
+            errors.add(
+                Problem(
+                    "bad-index",
+                    f"{where}: index must be an integer from 0 to {n - 1} for {task!r}; "
+                    f"got {index!r}",
+                    pos,
+                )
+            )
+            continue
+        if not (isinstance(pred, str) or _is_box(pred)):
+            errors.add(
+                Problem(
+                    "bad-prediction",
+                    f"{where}: prediction must be the model's text or a box of 4 numbers",
+                    pos,
+                )
+            )
+            continue
+        item = by_task[task][index]
+        if predictions[item.index] is not None:
+            errors.add(Problem("duplicate", f"{where}: {task!r} index {index} is repeated", pos))
+            continue
+        predictions[item.index] = pred if isinstance(pred, str) else [float(v) for v in pred]
+
+
+def _results_file(
+    raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubmission
+) -> None:
+    report, predictions = matched.report, matched.predictions
+    seen: dict[str, int] = {}
+    totals: dict[str, int] = {}
+    relaxed = 0
+    answers: dict[str, list[str]] = {}
+    for pos, rec in enumerate(raw):
+        if "question" not in rec:  # a counters record
+            for task, counters in rec.items():
+                totals[task] = counters.get("TOTAL")
+            continue
+        task, where = rec.get("task"), f"record {pos}"
+        if task not in by_task:
+            report.errors.add(
+                Problem("unknown-task", f"{where}: the test set has no {task!r} items", pos)
+            )
+            continue
+        k = seen.get(task, 0)
+        seen[task] = k + 1
+        items = by_task[task]
+        if k >= len(items):
+            continue  # counted below: more records than items
+        item = items[k]
+        question, answer = rec.get("question"), rec.get("answer")
+        if not isinstance(question, str) or not isinstance(answer, str):
+            report.errors.add(
+                Problem("wrong-type", f"{where}: question and answer must be strings", pos)
+            )
+            continue
+        if not question.startswith(item.question):
+            if _letters(item.question) in _letters(question):
+                relaxed += 1
+            else:
+                report.errors.add(
+                    Problem(
+                        "question-mismatch",
+                        f"{where}: its question is not that of {task!r} item {k} "
+                        "(results records must be in test order)",
+                        pos,
+                    )
+                )
+                continue
+        truth = rec.get("groundtruth")
+        if truth is not None and (
+            not _is_box(truth) or [float(v) for v in truth] != [float(v) for v in item.answer]
+        ):
+            report.errors.add(
+                Problem(
+                    "groundtruth-mismatch",
+                    f"{where}: its groundtruth {truth!r} is not our ground truth for {task!r} "
+                    f"item {k}: the file was scored against another version of the test set",
+                    pos,
+                )
+            )
+            continue
+        answers.setdefault(task, []).append(answer)
+        predictions[item.index] = answer
+    for task, count in seen.items():
+        if count != len(by_task[task]):
+            report.errors.add(
+                Problem(
+                    "count-mismatch",
+                    f"task {task!r}: {count} results records, the test set has "
+                    f"{len(by_task[task])} items",
+                )
+            )
+        if task in totals and totals[task] != count:
+            report.errors.add(
+                Problem(
+                    "counters-mismatch",
+                    f"task {task!r}: the counters record says TOTAL {totals[task]!r}, the file "
+                    f"has {count} records",
+                )
+            )
+        texts = answers.get(task, [])
+        if texts and all(len(t) <= 1 for t in texts):
+            report.errors.add(
+                Problem(
+                    "truncated-answers",
+                    f"task {task!r}: every answer is at most one character (the InternVL2 and "
+                    "MiniCPM paths store only the first character); submit predictions by key "
+                    "with the full model text instead",
+                )
+            )
+    if relaxed:
+        report.notices.append(
+            f"{relaxed} record(s) matched their test question only after removing tags and "
+            "punctuation (an official model path that rewrites the question)"
+        )
+    matched.options.setdefault("format", "results")

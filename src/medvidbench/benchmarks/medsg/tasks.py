@@ -1,0 +1,139 @@
+"""MedSG-Bench's eight tasks through the scorer contract: one grounding scorer per task.
+
+Options (declared in the submission file, or ``--option`` on the command line):
+``parser`` (``strong``, the default, or ``old``) under the official profile, and ``coordinates``
+(``pixel``, the default, ``0-1000`` or ``0-1``), which only the corrected profile honours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from medvidbench.benchmarks.medsg.scoring import (
+    THRESHOLDS,
+    ItemScore,
+    TaskTotals,
+    score_corrected,
+    score_official,
+)
+from medvidbench.benchmarks.medsg.submission import COORDINATES, PARSERS
+from medvidbench.benchmarks.medsg.testset import TASKS, Item
+from medvidbench.core.benchmark import Profile
+from medvidbench.core.errors import UsageError
+from medvidbench.core.scoring import Context, SampleResult, TaskResult, TaskScorer, diagnostics
+
+KEYS = ("miou", "acc_03", "acc_05", "acc_07")
+
+
+def _option(ctx: Context, key: str, allowed: tuple[str, ...]) -> str:
+    value = str(ctx.options.get(key, allowed[0]))
+    if value not in allowed:
+        raise UsageError(f"option {key} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+class GroundingScorer(TaskScorer):
+    """One task's items: parse each answer, IoU against the ground-truth box, the counters."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.metric_keys = tuple(f"{task}.{k}" for k in KEYS)
+
+    def parse_all(
+        self, items: Sequence[Item], texts: Sequence[Any], profile: Profile, ctx: Context
+    ) -> list[ItemScore]:
+        parser = _option(ctx, "parser", PARSERS)
+        coordinates = _option(ctx, "coordinates", COORDINATES)
+        if not profile.strict and coordinates != "pixel":
+            raise UsageError(
+                "the official rules never rescale an answer: coordinates other than pixel "
+                "need the corrected profile"
+            )
+        if profile.strict and parser != "strong":
+            raise UsageError("the corrected profile has one parser: leave parser unset")
+        needs_size = (not profile.strict and parser == "old") or (
+            profile.strict and coordinates != "pixel"
+        )
+        out = []
+        for item, answer in zip(items, texts, strict=True):
+            if needs_size and item.task == "multi_view" and item.size is None:
+                raise UsageError(
+                    f"{item.sample_id} has no size in the ground truth; these rules need it"
+                )
+            size = item.size if item.task == "multi_view" else None
+            if profile.strict:
+                out.append(score_corrected(answer, item.answer, coordinates, size))  # type: ignore[arg-type]
+            else:
+                out.append(score_official(answer, item.answer, parser, size))  # type: ignore[arg-type]
+        return out
+
+    def score_sample(self, parsed: ItemScore, item: Item, profile: Profile) -> SampleResult:
+        values = {f"{self.task}.miou": parsed.iou}
+        for t in THRESHOLDS:
+            values[f"{self.task}.acc_{round(t * 10):02d}"] = float(parsed.iou >= t)
+        flags = [
+            name
+            for name, on in (
+                ("unparsed", parsed.unparsed),
+                ("multi_box", parsed.multi_box),
+                ("zero_union", parsed.zero_union),
+                ("malformed", parsed.malformed),
+            )
+            if on
+        ]
+        return SampleResult(
+            item.index,
+            item.dataset,
+            not parsed.unparsed,
+            values,
+            ", ".join(flags),
+            {"box": parsed.box, "flags": flags},
+        )
+
+    def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
+        totals = TaskTotals()
+        for r in results:  # in test order: the sum is sequential, as the official counters
+            flags = (r.extra or {}).get("flags", [])
+            iou = r.values[f"{self.task}.miou"] if r.values else 0.0
+            totals.add(
+                ItemScore(
+                    None,
+                    iou,
+                    "unparsed" in flags,
+                    "multi_box" in flags,
+                    "zero_union" in flags,
+                    "malformed" in flags,
+                )
+            )
+        diag = diagnostics(results)
+        diag.update(
+            n=totals.n,
+            iou_sum=totals.iou_sum,
+            counters=totals.counters(self.task)[self.task],
+            n_unparsed=totals.n_unparsed,
+            n_multi_box=totals.n_multi_box,
+            n_zero_union=totals.n_zero_union,
+            n_malformed=totals.n_malformed,
+        )
+        return TaskResult(self.task, totals.metrics(self.task), {}, diag, results)
+
+
+@cache
+def scorers() -> dict[str, GroundingScorer]:
+    return {task: GroundingScorer(task) for task in TASKS}
+
+
+def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
+    """This server's overall columns (the official code has none): the macro means over the
+    eight tasks of Acc@0.5 and of mean IoU, only when every task was scored."""
+    out: dict[str, float | None] = {}
+    for key in ("acc_05", "miou"):
+        values = [metrics.get(f"{task}.{key}") for task in TASKS]
+        out[f"overall.{key}"] = (
+            sum(v for v in values if v is not None) / len(TASKS)
+            if all(v is not None for v in values)
+            else None
+        )
+    return out
