@@ -42,9 +42,7 @@ def board_context(
     definition = runtime.definition(slug)
     rows = board_rows(runtime, kind, slug=definition.slug)
     metrics = definition.metrics
-    columns = [
-        Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics if m.board
-    ]
+    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics if m.board]
     q = params.get("q", "").strip().casefold()
     team = params.get("team", "")
     shown = [
