@@ -82,6 +82,9 @@ def test_medsg_results_file_by_web_form_and_predictions_by_cli(
     assert rows.count() == 2
     assert "Qwen results file" in rows.nth(0).inner_text()  # 0.83 Acc@0.5 overall
     assert "Qwen JSON" in rows.nth(1).inner_text()  # 0.66
+    first = rows.nth(0).inner_text()
+    assert "open labels" in first  # every entry of a public-label benchmark says so
+    assert "%" in first  # MedSG-Bench's metrics are shown as percentages, as the paper does
     assert "Overall Acc@0.5" in page.locator("table#board thead").inner_text()
     shot(page, "medsg-board")
     page.goto(f"{url}/b/medsg/about")

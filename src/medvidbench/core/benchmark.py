@@ -54,6 +54,8 @@ class Metric:
             metric of no single task, ``task=""``, such as an overall average).
         board: Whether the board shows it as a column (every metric is in the API, the
             exports and the submission page).
+        percent: Whether pages show a 0-1 value as a percentage (the API and exports keep
+            the fraction).
     """
 
     key: str
@@ -66,6 +68,7 @@ class Metric:
     ranked: bool = True
     group: str = ""
     board: bool = True
+    percent: bool = False
 
     @property
     def bounds(self) -> tuple[float, float]:

@@ -42,6 +42,7 @@ def _metrics() -> tuple[Metric, ...]:
             "This server's aggregate (the official code has none): the mean over the 8 tasks "
             "of Acc@0.5; shown only when every task is scored",
             group="Overall",
+            percent=True,
         ),
         Metric(
             "overall.miou",
@@ -50,6 +51,7 @@ def _metrics() -> tuple[Metric, ...]:
             "This server's aggregate: the mean over the 8 tasks of mean IoU",
             group="Overall",
             ranked=False,
+            percent=True,
         ),
     ]
     for t in TASKS:
@@ -60,6 +62,7 @@ def _metrics() -> tuple[Metric, ...]:
                 t.name,
                 "Share of items with IoU >= 0.5",
                 ranked=False,
+                percent=True,
             ),
             Metric(
                 f"{t.name}.miou",
@@ -67,6 +70,7 @@ def _metrics() -> tuple[Metric, ...]:
                 t.name,
                 "Mean IoU, unparsed answers 0",
                 ranked=False,
+                percent=True,
             ),
             Metric(
                 f"{t.name}.acc_03",
@@ -75,6 +79,7 @@ def _metrics() -> tuple[Metric, ...]:
                 "Share of items with IoU >= 0.3",
                 ranked=False,
                 board=False,
+                percent=True,
             ),
             Metric(
                 f"{t.name}.acc_07",
@@ -83,6 +88,7 @@ def _metrics() -> tuple[Metric, ...]:
                 "Share of items with IoU >= 0.7",
                 ranked=False,
                 board=False,
+                percent=True,
             ),
         ]
     return tuple(out)

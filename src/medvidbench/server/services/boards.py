@@ -130,6 +130,8 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 ("reported", e.reported),
                 ("baseline", e.baseline),
                 ("partial", bool(sub and sub.missing_tasks)),
+                # public test labels: the submitter could have seen the answers (About page)
+                ("open labels", definition.labels == "public" and not e.reported),
             )
             if on
         ]

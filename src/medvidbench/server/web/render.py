@@ -15,9 +15,12 @@ from medvidbench import __version__
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def metric(value: Any, scale: str = "0-1") -> str:
-    """A metric as the leaderboard shows it: 3 decimals, or an em dash when missing."""
-    return "—" if value is None else f"{float(value):.3f}"
+def metric(value: Any, percent: bool = False) -> str:
+    """A metric as the leaderboard shows it: 3 decimals (or a percentage with 2, for a metric
+    shown as one), or an em dash when missing."""
+    if value is None:
+        return "—"
+    return f"{100 * float(value):.2f}%" if percent else f"{float(value):.3f}"
 
 
 @cache

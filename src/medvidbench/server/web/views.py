@@ -21,6 +21,7 @@ class Column:
     best: float | None
     second: float | None
     judged: bool
+    percent: bool = False
 
 
 def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float | None]:
@@ -42,7 +43,11 @@ def board_context(
     definition = runtime.definition(slug)
     rows = board_rows(runtime, kind, slug=definition.slug)
     metrics = definition.metrics
-    columns = [Column(m.key, m.column, *_best_two(rows, m), m.judged) for m in metrics if m.board]
+    columns = [
+        Column(m.key, m.column, *_best_two(rows, m), m.judged, m.percent)
+        for m in metrics
+        if m.board
+    ]
     q = params.get("q", "").strip().casefold()
     team = params.get("team", "")
     shown = [
