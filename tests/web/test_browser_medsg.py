@@ -50,6 +50,17 @@ def test_medsg_results_file_by_web_form_and_predictions_by_cli(
     page.wait_for_selector("#timeline[data-status=scored]", timeout=60_000)
     assert "Overall Acc@0.5" in page.content() and "Referring mIoU" in page.content()
     shot(page, "medsg-submission")
+    page.click("#browse-items")
+    page.wait_for_url("**/items")
+    assert page.locator("#items tbody tr").count() == 50  # a page of the first task's items
+    assert page.locator("#items svg rect.truth").count() == 50
+    shot(page, "medsg-items")
+    page.select_option("select[name=task]", "referring")
+    page.select_option("select[name=bucket]", "0.7-1")
+    page.click("button:has-text('Show')")
+    page.wait_for_url("**task=referring**")
+    values = [float(v) for v in page.locator("#items tbody td.num").all_inner_texts()]
+    assert values and all(v >= 0.7 for v in values)
 
     token = subprocess.run(
         [*CLI, "tokens", "create", "grounder", "--data-dir", str(both["data"])],

@@ -246,3 +246,21 @@ def test_the_old_api_paths_answer_as_the_benchmark_scoped_ones(client: TestClien
     paths = client.get("/openapi.json").json()["paths"]
     assert paths["/api/v1/boards/{kind}"]["get"]["deprecated"] is True
     assert "deprecated" not in paths["/api/v1/benchmarks/{slug}/boards/{kind}"]["get"]
+
+
+def test_hidden_labels_have_no_item_browser(
+    client: TestClient, web_runtime: Runtime, synthetic
+) -> None:  # type: ignore[no-untyped-def]
+    """MedVidBench keeps its labels hidden: no link, and the item page answers 404."""
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    with synthetic["strong"].open("rb") as fh:
+        sent = client.post(
+            "/b/medvidbench/submit",
+            data={"model_name": "Hidden labels", "csrf": token},
+            files={"file": ("p.json", fh, "application/json")},
+        )
+    page_url = sent.headers["location"]
+    assert "browse-items" not in client.get(page_url).text
+    items = client.get(page_url + "/items")
+    assert items.status_code == 404 and "keeps its labels hidden" in items.text

@@ -152,6 +152,8 @@ class Benchmark:
             judge's configuration id); None when nothing is judged.
         derived_metrics: ``(task metrics) -> more metrics``: metrics of no single task (an
             overall average), computed from the tasks' metrics after scoring.
+        item_drawing: ``(item, SampleResult) -> {"width", "height", "truth", "predicted"}``:
+            the boxes a public-label benchmark's item browser draws (None: no drawing).
         synthesise: ``(out_dir, samples, seed) -> {name: path}``: a synthetic demo test set
             with one prediction file per archetype (``ground_truth`` among the names).
         reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
@@ -179,6 +181,7 @@ class Benchmark:
     embedder: Callable[[], Embedder] | None = None
     rubric: Rubric | None = None
     derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
+    item_drawing: Callable[[Any, Any], dict[str, Any] | None] | None = None
     synthesise: Callable[[Path, int | None, int], dict[str, Path]] | None = None
     archetypes: tuple[str, ...] = ()
     reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple

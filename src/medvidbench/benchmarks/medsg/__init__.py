@@ -153,6 +153,14 @@ def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
     return compute(metrics)
 
 
+def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
+    """The item browser's drawing: the ground-truth and predicted boxes on a canvas of the
+    target image's size (336x336, or the multi_view item's own)."""
+    width, height = item.size or (336, 336)
+    box = (result.extra or {}).get("box")
+    return {"width": width, "height": height, "truth": list(item.answer), "predicted": box}
+
+
 def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
     from medvidbench.benchmarks.medsg.synth import write_synthetic
 
@@ -171,6 +179,7 @@ BENCHMARK = Benchmark(
     validate_submission=validate_submission,
     scorers=scorers,
     derived_metrics=overall,
+    item_drawing=item_drawing,
     synthesise=synthesise,
     archetypes=("perfect", "strong", "qwen-json", "scaled-1000", "truncated", "prose", "partial"),
     labels="public",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from medvidbench.server.services.items import BUCKETS, item_page
 from medvidbench.server.services.submissions import submission_view
 from medvidbench.server.web.deps import DbId, current_user
 from medvidbench.server.web.render import page
@@ -20,3 +21,20 @@ def submission_page(request: Request, submission_id: DbId) -> Response:
     return page(
         request, "submission.html", sub=view, metrics=definition.metrics, definition=definition
     )
+
+
+@router.get("/submissions/{submission_id}/items", response_class=HTMLResponse)
+def items_page(
+    request: Request,
+    submission_id: DbId,
+    task: str = "",
+    bucket: str = "",
+    failed: str = "",
+    page_number: int = Query(1, alias="page", ge=1, le=1_000_000),
+) -> Response:
+    """Per-item results (public-label benchmarks only): answer, score, boxes."""
+    rt = request.app.state.runtime
+    view = item_page(
+        rt, submission_id, current_user(request), task, bucket, failed == "1", page_number
+    )
+    return page(request, "items.html", slug=view.slug, view=view, buckets=list(BUCKETS))
