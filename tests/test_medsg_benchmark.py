@@ -66,7 +66,35 @@ def test_the_files_claims_are_never_used(demo: dict[str, Path]) -> None:
         if "question" in rec:
             rec["iou"], rec["filter_answer"] = 1.0, rec["groundtruth"]
     lying = run(json.dumps(written).encode(), demo["ground_truth"])
-    assert lying.metrics == run(demo["results_strong"], demo["ground_truth"]).metrics
+    honest = run(demo["results_strong"], demo["ground_truth"])
+    assert lying.metrics == honest.metrics
+    assert sum(lying.per_task[t]["n_file_disagree"] for t in TASKS) > 0  # reported, not used
+    assert all(honest.per_task[t]["n_file_disagree"] == 0 for t in TASKS)
+
+
+def test_several_results_files_in_a_zip_or_a_folder(demo: dict[str, Path], tmp_path: Path) -> None:
+    """One official results file per task, as the script writes them (one run per task)."""
+    import io
+    import zipfile
+
+    written = json.loads(demo["results_strong"].read_text())
+    per_task: dict[str, list[object]] = {}
+    for rec in written:
+        task = rec["task"] if "question" in rec else next(iter(rec))
+        per_task.setdefault(task, []).append(rec)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for n, (task, records) in enumerate(per_task.items()):
+            body = json.dumps(records, indent=4)
+            archive.writestr(f"qwen2_5_vl_{task}_{n:04d}.json", body)
+            (folder / f"qwen2_5_vl_{task}_{n:04d}.json").write_text(body)
+    expected = run(demo["results_strong"], demo["ground_truth"]).metrics
+    assert run(buffer.getvalue(), demo["ground_truth"]).metrics == expected
+    assert run(folder, demo["ground_truth"]).metrics == expected
+    with pytest.raises(InvalidSubmissionError, match="zip"):
+        run(b"PK\x03\x04 not really a zip", demo["ground_truth"])
 
 
 def _bad(gt: Path, records: object, match: str) -> None:

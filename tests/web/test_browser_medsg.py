@@ -1,11 +1,12 @@
 """MedSG-Bench in a real browser beside MedVidBench, on one ``medvidbench serve``: the official
-script's results file submitted through the web form, predictions through the CLI, both ranked
+script's results files submitted through the web form and through the CLI, both ranked
 on the MedSG-Bench board; screenshots under ``artifacts/screenshots``."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +25,10 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"url": server.url, "data": data}
 
 
-def test_medsg_results_file_by_web_form_and_predictions_by_cli(
+def test_medsg_results_files_by_web_form_and_by_cli(
     both: dict[str, Any],
     browser: Any,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     url, demo = both["url"], both["data"] / "demo" / "medsg"
     page = browser.new_page()

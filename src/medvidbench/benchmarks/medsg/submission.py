@@ -34,6 +34,42 @@ _TAGS = re.compile(
 )
 _NOT_LETTER = re.compile(r"[^a-z]")
 _MISSING_SHOWN = 20
+ZIP_MAGIC = b"PK\x03\x04"
+MAX_MEMBERS = 64
+
+
+def _members(data: bytes, max_bytes: int, report: ValidationReport) -> list[tuple[str, bytes]]:
+    """The ``*.json`` members of a zip upload, in name order, refusing one that would unpack
+    to more than ``max_bytes`` (a zip bomb) before reading it."""
+    import io
+    import zipfile
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as exc:
+        report.errors.add(Problem("bad-zip", f"the zip file cannot be read: {exc}"))
+        return []
+    infos = sorted(
+        (i for i in archive.infolist() if i.filename.endswith(".json") and not i.is_dir()),
+        key=lambda i: i.filename,
+    )
+    if len(infos) > MAX_MEMBERS or sum(i.file_size for i in infos) > max_bytes:
+        report.errors.add(
+            Problem(
+                "zip-too-large",
+                f"the zip holds more than {MAX_MEMBERS} files or {max_bytes:,} bytes",
+            )
+        )
+        return []
+    out = []
+    for info in infos:
+        with archive.open(info) as member:
+            body = member.read(max_bytes + 1)
+        if len(body) > max_bytes:
+            report.errors.add(Problem("zip-too-large", f"{info.filename} unpacks past the limit"))
+            return []
+        out.append((Path(info.filename).name, body))
+    return out
 
 
 def _letters(text: str) -> str:
@@ -60,16 +96,37 @@ def validate_submission(
 ) -> MatchedSubmission:
     """Validate a MedSG-Bench submission and match it to the test items (never raises on the
     file's content: every problem is in ``report.errors``)."""
-    if not isinstance(source, bytes):
+    if not isinstance(source, bytes) and Path(source).is_dir():
         name = name or str(source)
-        source = read_bytes(source, max_bytes)
+        parts = [(p.name, read_bytes(p, max_bytes)) for p in sorted(Path(source).glob("*.json"))]
+        source = b"".join(data for _, data in parts)  # for the hash and size only
+    else:
+        if not isinstance(source, bytes):
+            name = name or str(source)
+            source = read_bytes(source, max_bytes)
+        parts = None
     report = ValidationReport(name, hashlib.sha256(source).hexdigest(), len(source))
     predictions: list[Any] = [None] * len(gt)
     matched = MatchedSubmission(report, predictions)
-    try:
-        raw = json.loads(source)
-    except (ValueError, UnicodeDecodeError) as exc:
-        report.errors.add(Problem("not-json", f"the submission is not JSON: {exc}"))
+    if parts is None:
+        parts = _members(source, max_bytes, report) if source[:4] == ZIP_MAGIC else [("", source)]
+    raw: Any = []
+    for part, data in parts:
+        try:
+            decoded = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            where = f"{part}: " if part else ""
+            report.errors.add(Problem("not-json", f"{where}the submission is not JSON: {exc}"))
+            return matched
+        if len(parts) == 1:
+            raw = decoded
+        elif isinstance(decoded, list):
+            raw.extend(decoded)  # several results files: concatenated in name order
+        else:
+            report.errors.add(Problem("wrong-type", f"{part}: expected a JSON list of records"))
+            return matched
+    if not parts:
+        report.errors.add(Problem("no-records", "no *.json file in the submission"))
         return matched
     if isinstance(raw, dict) and "predictions" in raw:
         _options(raw, matched)
@@ -205,6 +262,7 @@ def _results_file(
     totals: dict[str, int] = {}
     relaxed = 0
     answers: dict[str, list[str]] = {}
+    file_ious: dict[int, float] = {}  # what the file claims, compared, never used
     for pos, rec in enumerate(raw):
         if "question" not in rec:  # a counters record
             for task, counters in rec.items():
@@ -256,6 +314,8 @@ def _results_file(
             continue
         answers.setdefault(task, []).append(answer)
         predictions[item.index] = answer
+        if isinstance(rec.get("iou"), int | float):
+            file_ious[item.index] = float(rec["iou"])
     for task, count in seen.items():
         if count != len(by_task[task]):
             report.errors.add(
@@ -289,3 +349,4 @@ def _results_file(
             "punctuation (an official model path that rewrites the question)"
         )
     matched.options.setdefault("format", "results")
+    matched.options["file_ious"] = file_ious

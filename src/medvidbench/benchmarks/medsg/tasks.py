@@ -43,7 +43,8 @@ class GroundingScorer(TaskScorer):
 
     def parse_all(
         self, items: Sequence[Item], texts: Sequence[Any], profile: Profile, ctx: Context
-    ) -> list[ItemScore]:
+    ) -> list[tuple[ItemScore, float | None]]:
+        """Each item's score, with the IoU a results file claims for it (None: no claim)."""
         parser = _option(ctx, "parser", PARSERS)
         coordinates = _option(ctx, "coordinates", COORDINATES)
         if not profile.strict and coordinates != "pixel":
@@ -53,6 +54,7 @@ class GroundingScorer(TaskScorer):
             )
         if profile.strict and parser != "strong":
             raise UsageError("the corrected profile has one parser: leave parser unset")
+        claims: dict[int, float] = ctx.options.get("file_ious", {})  # compared, never used
         needs_size = (not profile.strict and parser == "old") or (
             profile.strict and coordinates != "pixel"
         )
@@ -64,32 +66,38 @@ class GroundingScorer(TaskScorer):
                 )
             size = item.size if item.task == "multi_view" else None
             if profile.strict:
-                out.append(score_corrected(answer, item.answer, coordinates, size))  # type: ignore[arg-type]
+                scored = score_corrected(answer, item.answer, coordinates, size)  # type: ignore[arg-type]
             else:
-                out.append(score_official(answer, item.answer, parser, size))  # type: ignore[arg-type]
+                scored = score_official(answer, item.answer, parser, size)  # type: ignore[arg-type]
+            out.append((scored, claims.get(item.index)))
         return out
 
-    def score_sample(self, parsed: ItemScore, item: Item, profile: Profile) -> SampleResult:
-        values = {f"{self.task}.miou": parsed.iou}
+    def score_sample(
+        self, parsed: tuple[ItemScore, float | None], item: Item, profile: Profile
+    ) -> SampleResult:
+        scored, claimed = parsed
+        values = {f"{self.task}.miou": scored.iou}
         for t in THRESHOLDS:
-            values[f"{self.task}.acc_{round(t * 10):02d}"] = float(parsed.iou >= t)
+            values[f"{self.task}.acc_{round(t * 10):02d}"] = float(scored.iou >= t)
         flags = [
             name
             for name, on in (
-                ("unparsed", parsed.unparsed),
-                ("multi_box", parsed.multi_box),
-                ("zero_union", parsed.zero_union),
-                ("malformed", parsed.malformed),
+                ("unparsed", scored.unparsed),
+                ("multi_box", scored.multi_box),
+                ("zero_union", scored.zero_union),
+                ("malformed", scored.malformed),
+                # the results file's own IoU differs from ours: usually a wrong parser declared
+                ("file_disagrees", claimed is not None and abs(claimed - scored.iou) > 1e-9),
             )
             if on
         ]
         return SampleResult(
             item.index,
             item.dataset,
-            not parsed.unparsed,
+            not scored.unparsed,
             values,
             ", ".join(flags),
-            {"box": parsed.box, "flags": flags},
+            {"box": scored.box, "flags": flags},
         )
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
@@ -109,6 +117,9 @@ class GroundingScorer(TaskScorer):
             )
         diag = diagnostics(results)
         diag.update(
+            n_file_disagree=sum(
+                "file_disagrees" in (r.extra or {}).get("flags", []) for r in results
+            ),
             n=totals.n,
             iou_sum=totals.iou_sum,
             counters=totals.counters(self.task)[self.task],
