@@ -36,6 +36,9 @@ def test_every_archetype_scores_as_its_answers_say(demo: dict[str, Path]) -> Non
     assert scaled.metrics["overall.acc_05"] == 0.0  # 0-1000 answers are not rescaled (official)
     rescaled = run(demo["scaled-1000"], gt, profile="corrected", options={"coordinates": "0-1000"})
     assert rescaled.metrics["overall.acc_05"] > 0.5  # type: ignore[operator]
+    unit = run(demo["scaled-0-1"], gt, profile="corrected", options={"coordinates": "0-1"})
+    assert unit.metrics["overall.acc_05"] > 0.5  # type: ignore[operator]
+    assert run(demo["scaled-0-1"], gt).metrics["overall.acc_05"] == 0.0
     with pytest.raises(UsageError, match="need the corrected profile"):
         run(demo["scaled-1000"], gt, options={"coordinates": "0-1000"})
 

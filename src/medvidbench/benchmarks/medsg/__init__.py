@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from medvidbench.core.scoring import Scorer
     from medvidbench.core.submission import MatchedSubmission
 
+# The synthetic generator's answer styles (kept here so that listing benchmarks stays cheap).
+ARCHETYPES = (
+    "perfect",
+    "strong",
+    "qwen-json",
+    "scaled-1000",
+    "scaled-0-1",
+    "truncated",
+    "prose",
+    "partial",
+)
+
 # The tasks, their short labels and titles (the test set's `task` strings are the keys).
 TASKS = (
     Task("Registered_Diff", "RegDiff", "Registered image difference grounding"),
@@ -181,7 +193,7 @@ BENCHMARK = Benchmark(
     derived_metrics=overall,
     item_drawing=item_drawing,
     synthesise=synthesise,
-    archetypes=("perfect", "strong", "qwen-json", "scaled-1000", "truncated", "prose", "partial"),
+    archetypes=ARCHETYPES,
     labels="public",
     identity=IDENTITY,
     submission_format='predictions by key, [{"task", "index", "prediction"}] (the model\'s raw '

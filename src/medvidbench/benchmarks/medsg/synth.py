@@ -14,12 +14,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+from medvidbench.benchmarks.medsg import ARCHETYPES
 from medvidbench.benchmarks.medsg.scoring import official_iou, parse_strong
 from medvidbench.benchmarks.medsg.testset import TASKS
 from medvidbench.core.errors import UsageError
 
 TOTAL, REFERRING = 9630, 1482
-ARCHETYPES = ("perfect", "strong", "qwen-json", "scaled-1000", "truncated", "prose", "partial")
+
 # The Qwen family's format suffix, as the official script appends it (its typo included).
 QWEN_SUFFIX = (
     "Format: <|box_start|>(x1,y1),(x2,y2)<|box_start|>. Strictly follow this format. "
@@ -116,6 +117,10 @@ def _answer(rng: random.Random, archetype: str, box: list[int], size: tuple[int,
         width, height = size
         scaled = [round(v / (width if i % 2 == 0 else height) * 1000) for i, v in enumerate(jitter)]
         return str(scaled)
+    if archetype == "scaled-0-1":
+        width, height = size
+        unit = [v / (width if i % 2 == 0 else height) for i, v in enumerate(jitter)]
+        return "[" + ", ".join(f"{v:.2f}" for v in unit) + "]"
     if archetype == "truncated":
         return f"[{jitter[0]}, {jitter[1]}, {jitter[2]}," if rng.random() < 0.5 else str(jitter)
     if rng.random() < 0.9:  # prose
