@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         description="Accounts one network address may create by sign-up per 24 hours; "
         "0 for no limit.",
     )
+    image_dirs: dict[str, Path] = Field(
+        default_factory=dict,
+        description="Per benchmark slug, the folder of its test images, as JSON "
+        '(\'{"medsg": "/data/MedSG-Bench"}\'): the item browser of a public-label benchmark '
+        "draws boxes on the real target image, and an ATTRIBUTION.txt (or .md) in the folder "
+        "is shown as the images' attribution list. Unset: boxes on a blank canvas.",
+    )
     judge_enabled: bool | None = Field(
         None,
         description="Judge the LLM-judged metrics in the background after scoring. Unset: on "

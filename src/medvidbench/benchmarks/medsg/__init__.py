@@ -165,12 +165,41 @@ def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
     return compute(metrics)
 
 
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
+# The image a task's box lives in (medsg.md §1); None where the specification does not know it.
+_TARGET = {
+    "Registered_Diff": 0,  # registered: either image
+    "Non_Registered_Diff": 1,
+    "concept": 1,
+    "patch": 0,
+}
+
+
+def target_image(item: Any) -> int | None:
+    """The index of the item's target image in ``images``, or None when unknown."""
+    if item.task in _TARGET:
+        return _TARGET[item.task]
+    if item.task in ("multi_view", "crossmodal"):
+        words = [w.strip(".,;:") for w in item.question.lower().split()]
+        found = [_ORDINALS[w] for w in words if w in _ORDINALS and _ORDINALS[w] > 0]
+        return found[-1] if found else None
+    return None
+
+
 def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
-    """The item browser's drawing: the ground-truth and predicted boxes on a canvas of the
-    target image's size (336x336, or the multi_view item's own)."""
+    """The item browser's drawing: the ground-truth and predicted boxes on the target image
+    (``image``: its path in the test set, None when unknown), sized 336x336 or multi_view's."""
     width, height = item.size or (336, 336)
-    box = (result.extra or {}).get("box")
-    return {"width": width, "height": height, "truth": list(item.answer), "predicted": box}
+    box = ((result.extra if result is not None else None) or {}).get("box")
+    target = target_image(item)
+    image = item.images[target] if target is not None and target < len(item.images) else None
+    return {
+        "width": width,
+        "height": height,
+        "truth": list(item.answer),
+        "predicted": box,
+        "image": image,
+    }
 
 
 def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:

@@ -9,7 +9,9 @@ with the benchmark's own scorer (a fraction of a second), not stored twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import select
 
@@ -21,6 +23,9 @@ from medvidbench.server.services.submissions import get_submission
 from medvidbench.server.store.models import Benchmark, User
 
 PER_PAGE = 50
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+ATTRIBUTION_FILES = ("ATTRIBUTION.txt", "ATTRIBUTION.md")
+ATTRIBUTION_BYTES = 256 * 1024
 ANSWER_CHARS = 600
 # Buckets of an item's first metric (a 0-1 score such as an IoU): label -> [low, high).
 BUCKETS: dict[str, tuple[float, float]] = {
@@ -113,6 +118,7 @@ def item_page(
         Context(embedder_factory=definition.embedder, options=dict(matched.options)),
     )
     metric = scorer.metric_keys[0]
+    folder = image_folder(runtime, definition.slug)
     chosen = []
     for item, answer, r in zip(items, texts, result.samples, strict=True):
         value = r.values.get(metric) if r.values else None
@@ -133,7 +139,7 @@ def item_page(
             values=dict(r.values or {}),
             parsed=r.parsed,
             note=r.note,
-            drawing=definition.item_drawing(item, r) if definition.item_drawing else None,
+            drawing=_drawing(definition, item, r, folder),
         )
         for item, answer, r, value in chosen[(page - 1) * PER_PAGE : page * PER_PAGE]
     ]
@@ -151,3 +157,65 @@ def item_page(
         len(chosen),
         rows,
     )
+
+
+def _drawing(definition: Any, item: Any, result: Any, folder: Path | None) -> dict[str, Any] | None:
+    if definition.item_drawing is None:
+        return None
+    drawing: dict[str, Any] | None = definition.item_drawing(item, result)
+    if drawing is not None:
+        drawing["image_url"] = (
+            f"/b/{definition.slug}/item-image?key={quote(item.sample_id, safe='')}"
+            if folder is not None and drawing.get("image")
+            else None
+        )
+    return drawing
+
+
+def image_folder(runtime: Runtime, slug: str) -> Path | None:
+    """The operator's folder of a benchmark's test images (None when not configured)."""
+    folder = runtime.settings.image_dirs.get(slug)
+    return folder.resolve() if folder is not None and folder.is_dir() else None
+
+
+def item_image(runtime: Runtime, slug: str, key: str) -> tuple[Path, str]:
+    """The target image of a public-label benchmark's test item, and its media type.
+
+    The path comes from the operator's test set, never from the request (which only names the
+    item), and must stay inside the configured folder.
+
+    Raises:
+        NotFoundError: no folder, hidden labels, unknown item, unknown target image, or a path
+            that is missing, not an image, or outside the folder.
+    """
+    definition = runtime.definition(slug)
+    folder = image_folder(runtime, definition.slug)
+    if folder is None or definition.labels != "public" or definition.item_drawing is None:
+        raise NotFoundError("no images are served for this benchmark")
+    from medvidbench.server.services.submissions import current_benchmark
+
+    test_set = current_benchmark(runtime, definition.slug)
+    gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)
+    item = next((s for s in gt.samples if s.sample_id == key), None)
+    drawing = definition.item_drawing(item, None) if item is not None else None
+    relative = (drawing or {}).get("image")
+    if not relative:
+        raise NotFoundError(f"no target image for item {key[:80]!r}")
+    path = (folder / relative).resolve()
+    kind = IMAGE_TYPES.get(path.suffix.lower())
+    if not path.is_relative_to(folder) or kind is None or not path.is_file():
+        raise NotFoundError(f"no target image for item {key[:80]!r}")
+    return path, kind
+
+
+def attribution(runtime: Runtime, slug: str) -> str | None:
+    """The images' attribution list the operator put in the image folder, if any."""
+    folder = image_folder(runtime, slug)
+    if folder is None:
+        return None
+    for name in ATTRIBUTION_FILES:
+        path = folder / name
+        if path.is_file():
+            with path.open("rb") as fh:
+                return fh.read(ATTRIBUTION_BYTES).decode("utf-8", errors="replace")
+    return None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
-from medvidbench.server.services.items import BUCKETS, item_page
+from medvidbench.core.errors import NotFoundError
+from medvidbench.server.services.items import BUCKETS, attribution, item_image, item_page
 from medvidbench.server.services.submissions import submission_view
 from medvidbench.server.web.deps import DbId, current_user
 from medvidbench.server.web.render import page
@@ -37,4 +38,27 @@ def items_page(
     view = item_page(
         rt, submission_id, current_user(request), task, bucket, failed == "1", page_number
     )
-    return page(request, "items.html", slug=view.slug, view=view, buckets=list(BUCKETS))
+    return page(
+        request,
+        "items.html",
+        slug=view.slug,
+        view=view,
+        buckets=list(BUCKETS),
+        attributed=attribution(rt, view.slug) is not None,
+    )
+
+
+@router.get("/b/{slug}/item-image")
+def item_image_file(request: Request, slug: str, key: str = "") -> Response:
+    """A public-label test item's target image, from the operator's image folder."""
+    path, kind = item_image(request.app.state.runtime, slug, key)
+    return FileResponse(path, media_type=kind, headers={"Cache-Control": "public, max-age=3600"})
+
+
+@router.get("/b/{slug}/attribution", response_class=PlainTextResponse)
+def image_attribution(request: Request, slug: str) -> Response:
+    """The attribution list of a benchmark's images, as the operator supplied it."""
+    text = attribution(request.app.state.runtime, slug)
+    if text is None:
+        raise NotFoundError("no attribution list for this benchmark's images")
+    return PlainTextResponse(text)
