@@ -94,3 +94,28 @@ def test_corrected_keeps_what_the_official_rules_read_well() -> None:
 def test_an_array_prediction_is_the_box_itself() -> None:
     item = score_official([0, 0, 50, 100], [0, 0, 100, 100])
     assert item.iou == 0.5 and not item.unparsed
+
+
+@pytest.mark.parametrize(
+    ("answer", "gt", "box", "iou", "multi"),
+    [
+        # keyed coordinates: "x1" lends no digit, "=" and ", y1=" are not separators: unparsed
+        ("x1=10, y1=20, x2=30, y2=40", [10, 20, 30, 40], None, 0.0, False),
+        # U+2212 minus kept: inter 40x35 = 1400, union 1600 + 52x40 - 1400 = 2280
+        ("Box: (−12, 5), (40, 45)", [0, 0, 40, 40], [-12.0, 5.0, 40.0, 45.0], 1400 / 2280, False),
+        # a trailing dot ends a number: inter 17.5x20 = 350, union 400 + 350 - 350 = 400
+        ("[12.5, 20, 30, 40.]", [10, 20, 30, 40], [12.5, 20.0, 30.0, 40.0], 350 / 400, False),
+        # two boxes: the first is scored (inter 10x10 against a 30x30 reference) and flagged
+        (
+            "(0,0),(10,10) and (20,20),(30,30)",
+            [0, 0, 30, 30],
+            [0.0, 0.0, 10.0, 10.0],
+            100 / 900,
+            True,
+        ),
+    ],
+)
+def test_corrected_profile_hand_derived_vectors(answer, gt, box, iou, multi) -> None:  # type: ignore[no-untyped-def]
+    item = score_corrected(answer, gt)
+    assert item.box == box and item.iou == iou and item.multi_box == multi
+    assert item.unparsed == (box is None)
