@@ -85,3 +85,23 @@ def test_the_attribution_list_is_text(served: tuple[TestClient, Runtime, Path]) 
     response = client.get("/b/medsg/attribution")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     assert "CC BY 4.0 <b>" in response.text  # served as text, never as HTML
+
+
+def test_options_the_board_cannot_score_are_refused_at_upload(
+    served: tuple[TestClient, Runtime, Path],
+) -> None:
+    from medvidbench.core.errors import InvalidSubmissionError
+    from medvidbench.server.services.accounts import user_named
+
+    _, rt, _ = served
+    declared = {
+        "coordinates": "0-1000",
+        "predictions": [
+            {"task": "patch", "index": 0, "prediction": "[30, 30, 180, 180]"},
+            {"task": "patch", "index": 1, "prediction": "x"},
+        ],
+    }
+    with rt.sessions() as session:
+        user = user_named(session, "alice")
+    with pytest.raises(InvalidSubmissionError, match="need the corrected profile"):
+        submit(rt, user, json.dumps(declared).encode(), "Scaled", benchmark="medsg")

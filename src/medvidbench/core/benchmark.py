@@ -154,6 +154,9 @@ class Benchmark:
             overall average), computed from the tasks' metrics after scoring.
         item_drawing: ``(item, SampleResult) -> {"width", "height", "truth", "predicted"}``:
             the boxes a public-label benchmark's item browser draws (None: no drawing).
+        check_options: ``(scoring options, profile) -> problem or None``: whether a
+            submission's declared options can be scored under a profile (the server refuses
+            an upload the board's profile cannot score, instead of failing later).
         synthesise: ``(out_dir, samples, seed) -> {name: path}``: a synthetic demo test set
             with one prediction file per archetype (``ground_truth`` among the names).
         reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
@@ -182,6 +185,7 @@ class Benchmark:
     rubric: Rubric | None = None
     derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
     item_drawing: Callable[[Any, Any], dict[str, Any] | None] | None = None
+    check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
     synthesise: Callable[[Path, int | None, int], dict[str, Path]] | None = None
     archetypes: tuple[str, ...] = ()
     reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple

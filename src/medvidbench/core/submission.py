@@ -48,6 +48,9 @@ class ValidationReport:
     warnings: ProblemList = field(default_factory=ProblemList)
     notices: list[str] = field(default_factory=list)
     coverage: dict[str, TaskCoverage] = field(default_factory=dict)
+    # What the file declares about how to score it (a benchmark's own keys, such as
+    # MedSG-Bench's ``parser``); the evaluator hands them to the scorers.
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -99,10 +102,12 @@ class MatchedSubmission:
         report: What validation found.
         predictions: ``predictions[i]`` is the model's answer for ``gt.samples[i]`` (its text,
             or a benchmark-specific structure such as a box), or None.
-        options: What the file declares about how to score it (a benchmark's own keys, such as
-            MedSG-Bench's ``parser``); the evaluator hands them to the scorers.
     """
 
     report: ValidationReport
     predictions: list[Any]
-    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """What the file declares about how to score it (``report.options``)."""
+        return self.report.options

@@ -202,6 +202,12 @@ def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
     }
 
 
+def check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
+    from medvidbench.benchmarks.medsg.tasks import check_options as check
+
+    return check(options, profile)
+
+
 def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
     from medvidbench.benchmarks.medsg.synth import write_synthetic
 
@@ -221,6 +227,7 @@ BENCHMARK = Benchmark(
     scorers=scorers,
     derived_metrics=overall,
     item_drawing=item_drawing,
+    check_options=check_options,
     synthesise=synthesise,
     archetypes=ARCHETYPES,
     labels="public",

@@ -7,7 +7,7 @@ Options (declared in the submission file, or ``--option`` on the command line):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -27,11 +27,20 @@ from medvidbench.core.scoring import Context, SampleResult, TaskResult, TaskScor
 KEYS = ("miou", "acc_03", "acc_05", "acc_07")
 
 
-def _option(ctx: Context, key: str, allowed: tuple[str, ...]) -> str:
-    value = str(ctx.options.get(key, allowed[0]))
-    if value not in allowed:
-        raise UsageError(f"option {key} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
+def check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
+    """Why these scoring options cannot be scored under ``profile`` (None: they can)."""
+    for key, allowed in (("parser", PARSERS), ("coordinates", COORDINATES)):
+        value = options.get(key, allowed[0])
+        if value not in allowed:
+            return f"option {key} must be one of {', '.join(allowed)}; got {value!r}"
+    if not profile.strict and options.get("coordinates", "pixel") != "pixel":
+        return (
+            "the official rules never rescale an answer: coordinates other than pixel "
+            "need the corrected profile"
+        )
+    if profile.strict and options.get("parser", "strong") != "strong":
+        return "the corrected profile has one parser: leave parser unset"
+    return None
 
 
 class GroundingScorer(TaskScorer):
@@ -45,15 +54,11 @@ class GroundingScorer(TaskScorer):
         self, items: Sequence[Item], texts: Sequence[Any], profile: Profile, ctx: Context
     ) -> list[tuple[ItemScore, float | None]]:
         """Each item's score, with the IoU a results file claims for it (None: no claim)."""
-        parser = _option(ctx, "parser", PARSERS)
-        coordinates = _option(ctx, "coordinates", COORDINATES)
-        if not profile.strict and coordinates != "pixel":
-            raise UsageError(
-                "the official rules never rescale an answer: coordinates other than pixel "
-                "need the corrected profile"
-            )
-        if profile.strict and parser != "strong":
-            raise UsageError("the corrected profile has one parser: leave parser unset")
+        problem = check_options(ctx.options, profile)
+        if problem is not None:
+            raise UsageError(problem)
+        parser = str(ctx.options.get("parser", "strong"))
+        coordinates = str(ctx.options.get("coordinates", "pixel"))
         claims: dict[int, float] = ctx.options.get("file_ious", {})  # compared, never used
         needs_size = (not profile.strict and parser == "old") or (
             profile.strict and coordinates != "pixel"

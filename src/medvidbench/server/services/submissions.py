@@ -21,6 +21,7 @@ from medvidbench.core.errors import (
     InvalidSubmissionError,
     NotFoundError,
     PermissionDeniedError,
+    Problem,
     QuotaExceededError,
     UsageError,
 )
@@ -184,6 +185,10 @@ def submit(
         "file_size": size,
         "record_count": report.records,
     }
+    if report.ok and definition.check_options is not None:
+        problem = definition.check_options(report.options, definition.profile())
+        if problem is not None:  # the board's profile could not score it: refuse it now
+            report.errors.add(Problem("bad-option", problem))
     if not report.ok:
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
