@@ -150,3 +150,29 @@ def test_board_json_is_paginated_like_the_page(client: TestClient, web_runtime: 
     assert [r["rank"] for r in last.json()] == [16, 17, 18, 19]
     assert 'rel="prev"' in last.headers["link"] and 'rel="next"' not in last.headers["link"]
     assert client.get("/api/v1/boards/official?page=0").status_code == 422
+
+
+def test_both_downloads_are_files_named_after_the_board_and_the_day(client: TestClient) -> None:
+    from datetime import UTC, datetime
+
+    day = datetime.now(UTC).date().isoformat()
+    for fmt, kind in (("csv", "text/csv"), ("json", "application/json")):
+        response = client.get(
+            "/api/v1/benchmarks/medvidbench/boards/official",
+            params={"format": fmt, "download": "1"},
+        )
+        assert response.status_code == 200 and response.headers["content-type"].startswith(kind)
+        assert response.headers["content-disposition"] == (
+            f'attachment; filename="medvidbench-official-{day}.{fmt}"'
+        )
+    whole = client.get(
+        "/api/v1/benchmarks/medvidbench/boards/official", params={"format": "json", "download": "1"}
+    ).json()
+    assert len(whole) == len(client.get("/api/v1/boards/official").json())
+
+
+def test_reported_rows_carry_their_sources_date_or_none(client: TestClient) -> None:
+    rows = client.get("/api/v1/boards/official").json()
+    reported = [r for r in rows if "reported" in r["badges"]]
+    assert reported and all(r["date"] in ("", "2026-04-15") for r in reported)
+    assert any(r["date"] == "2026-04-15" for r in reported)  # from published_results.json

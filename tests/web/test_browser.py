@@ -103,6 +103,12 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
         page.click("text=CSV")
     csv_text = Path(download.value.path()).read_text()
     assert csv_text.startswith("rank,model") and "Browser Strong" in csv_text
+    assert download.value.suggested_filename.startswith("medvidbench-community-")
+    with page.expect_download() as json_download:  # JSON downloads too, not a raw tab
+        page.click("text=JSON")
+    assert json_download.value.suggested_filename.endswith(".json")
+    board_json = json.loads(Path(json_download.value.path()).read_text())
+    assert board_json[0]["model_name"] == "Browser Strong"
     entries = httpx.get(f"{live['url']}/api/v1/boards/community").json()
     official = httpx.get(f"{live['url']}/api/v1/boards/official").json()
     page.goto(

@@ -20,7 +20,12 @@ from medvidbench.cli.main import app, err, friendly
 from medvidbench.core.errors import UsageError
 
 DataDir = Annotated[
-    Path | None, typer.Option("--data-dir", help="Data folder (default: MEDVIDBENCH_DATA_DIR).")
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Data folder (default: MEDVIDBENCH_DATA_DIR, else ./medvidbench-data in the "
+        "current folder).",
+    ),
 ]
 BenchmarkSlug = Annotated[
     str | None,

@@ -135,7 +135,10 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
             )
             if on
         ]
-        date = e.verified_date or (sub.created_at if sub else e.created_at).date().isoformat()
+        # A reported row has its source's date or none: the day it was seeded here means nothing.
+        date = e.verified_date or (
+            "" if e.reported else (sub.created_at if sub else e.created_at).date().isoformat()
+        )
         rows.append(
             BoardRow(
                 rank=r.rank,

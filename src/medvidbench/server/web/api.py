@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -95,20 +96,25 @@ def board(
     kind: str,
     slug: str | None = None,
     format: str = "json",
+    download: Annotated[
+        bool, Query(description="Send the whole board as a file (JSON; CSV always is).")
+    ] = False,
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page, from 1.")] = 1,
     per_page: Annotated[int, Query(ge=1, le=1000, description="Rows per page.")] = 100,
 ) -> Response | list[dict[str, Any]]:
     """A ranked board, a page of rows at a time (``X-Total-Count`` and ``Link`` headers give
     the rest); ``?format=csv`` for the whole board as a spreadsheet."""
     slug = _definition(rt, slug).slug
-    if format == "csv":
-        return PlainTextResponse(
-            export_board(rt, kind, "csv", slug=slug),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{slug}-{kind}.csv"'},
-        )
-    if format != "json":
+    if format not in ("csv", "json"):
         raise UsageError("format must be json or csv")
+    if format == "csv" or download:
+        # a file named after the board and the day, e.g. medvidbench-official-2026-11-23.csv
+        name = f"{slug}-{kind}-{datetime.now(UTC).date().isoformat()}.{format}"
+        return PlainTextResponse(
+            export_board(rt, kind, format, slug=slug),
+            media_type="text/csv" if format == "csv" else "application/json",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
     rows = board_rows(rt, kind, slug=slug)
     pages = max(1, -(-len(rows) // per_page))
     response.headers["X-Total-Count"] = str(len(rows))
