@@ -228,3 +228,10 @@ def test_library_entry_point(synthetic: dict[str, Path], synthetic_gt: GroundTru
 
     report = medvidbench.evaluate(synthetic["strong"], synthetic["ground_truth"])
     assert report.metrics == evaluate(synthetic["strong"], synthetic_gt).metrics
+
+
+def test_per_task_says_why_samples_were_not_scored(synthetic: dict[str, Path]) -> None:
+    report = evaluate(synthetic["garbage"], synthetic["ground_truth"])
+    sa = report.per_task["skill_assessment"]
+    assert sum(sa["not_scored"].values()) == sa["count"] - sa["evaluated"] > 0
+    assert "no N/5 score found" in sa["not_scored"]

@@ -264,3 +264,19 @@ def test_hidden_labels_have_no_item_browser(
     assert "browse-items" not in client.get(page_url).text
     items = client.get(page_url + "/items")
     assert items.status_code == 404 and "keeps its labels hidden" in items.text
+
+
+def test_a_ground_truth_upload_gets_one_clear_message(
+    client: TestClient, web_runtime: Runtime, synthetic
+) -> None:  # type: ignore[no-untyped-def]
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    with synthetic["ground_truth"].open("rb") as fh:
+        sent = client.post(
+            "/b/medvidbench/submit",
+            data={"model_name": "Oops", "csrf": token},
+            files={"file": ("gt.json", fh, "application/json")},
+        )
+    assert sent.status_code == 422
+    assert "this looks like a ground-truth file" in sent.text
+    assert sent.text.count("<li><code>") == 1  # one message, not one per record

@@ -163,6 +163,7 @@ def evaluate(
                     "status": "scored",
                     **result.diagnostics,
                     "unparsed_examples": _unparsed(result, gt, matched),
+                    "not_scored": _not_scored(result),
                 }
             else:
                 per_task[task] = {"status": "pending judge", "count": coverage.expected}
@@ -308,6 +309,16 @@ def _per_dataset(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
             entry["tasks"].setdefault(result.task, {}).update(values)
             entry.update({k: values.get(k) for k in result.metrics})
     return dict(sorted(out.items()))
+
+
+def _not_scored(result: TaskResult) -> dict[str, int]:
+    """Why samples were left out of the mean, with how many each reason left out."""
+    reasons: dict[str, int] = {}
+    for r in result.samples:
+        if r.values is None:
+            reason = r.note or "excluded by the profile's rules"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
 
 
 def _unparsed(result: TaskResult, gt: TestSet, matched: MatchedSubmission) -> list[dict[str, Any]]:

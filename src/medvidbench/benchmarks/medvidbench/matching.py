@@ -82,6 +82,16 @@ def validate_submission(
     predictions: list[str | None] = [None] * len(gt)
     if decoded.problems and not decoded.records:
         return MatchedSubmission(report, predictions)
+    if _looks_like_ground_truth(decoded.records[:20], source):
+        # One clear message, not one problem per record.
+        report.errors.add(
+            Problem(
+                "ground-truth-file",
+                "this looks like a ground-truth file (its records carry the reference answers "
+                "in 'conversations'); submit your model's predictions",
+            )
+        )
+        return MatchedSubmission(report, predictions)
     limit = len(gt) + max(1000, len(gt) // 10)
     if len(decoded.records) > limit:
         report.errors.add(
@@ -99,6 +109,22 @@ def validate_submission(
     ]
     _Matcher(gt, report, predictions).run(entries)
     return MatchedSubmission(report, predictions)
+
+
+def _looks_like_ground_truth(head: list[Any], source: bytes) -> bool:
+    """Records that hold reference answers (``conversations``) and no prediction: someone
+    uploaded the test set itself."""
+    if not head or b'"conversations"' not in source[: 1 << 20]:
+        return False
+
+    def answerless(rec: Any) -> bool:
+        if isinstance(rec, dict):
+            return "conversations" in rec and not {"prediction", "answer", "response"} & rec.keys()
+        return isinstance(rec, SubmissionRecord) and all(
+            getattr(rec, f) is msgspec.UNSET for f in ("prediction", "answer", "response")
+        )
+
+    return all(answerless(rec) for rec in head)
 
 
 def load_submission(
