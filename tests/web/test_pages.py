@@ -280,3 +280,36 @@ def test_a_ground_truth_upload_gets_one_clear_message(
     assert sent.status_code == 422
     assert "this looks like a ground-truth file" in sent.text
     assert sent.text.count("<li><code>") == 1  # one message, not one per record
+
+
+def test_a_long_problem_list_ends_with_how_many_more(
+    client: TestClient, web_runtime: Runtime
+) -> None:
+    import json
+
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    bad = [{"id": f"nope-{i}", "qa_type": "tal", "prediction": "1-2"} for i in range(80)]
+    sent = client.post(
+        "/b/medvidbench/submit",
+        data={"model_name": "Many problems", "csrf": token},
+        files={"file": ("p.json", json.dumps(bad).encode(), "application/json")},
+    )
+    assert sent.status_code == 422
+    shown = sent.text.count("<li><code>")
+    assert shown < 80 and f"… and {80 - shown} more" in sent.text
+
+
+def test_the_submission_page_says_why_samples_were_not_scored(
+    client: TestClient, web_runtime: Runtime, synthetic
+) -> None:  # type: ignore[no-untyped-def]
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    with synthetic["garbage"].open("rb") as fh:
+        sent = client.post(
+            "/b/medvidbench/submit",
+            data={"model_name": "Garbage", "csrf": token},
+            files={"file": ("p.json", fh, "application/json")},
+        )
+    page = client.get(sent.headers["location"]).text
+    assert "not scored: no N/5 score found" in page
