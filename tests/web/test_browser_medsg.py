@@ -100,6 +100,16 @@ def test_medsg_results_files_by_web_form_and_by_cli(
     assert "%" in first  # MedSG-Bench's metrics are shown as percentages, as the paper does
     assert "Overall Acc@0.5" in page.locator("table#board thead").inner_text()
     shot(page, "medsg-board")
+    page.evaluate("document.documentElement.dataset.theme = 'dark'")
+    style = page.evaluate(
+        """() => ['td.best', 'td.second'].map(s => {
+            const c = getComputedStyle(document.querySelector(s));
+            return [c.color, c.textDecorationLine];
+        })"""
+    )
+    (best_colour, best_line), (second_colour, second_line) = style
+    assert best_colour != second_colour and best_line == "none" and second_line == "underline"
+    shot(page, "medsg-board-dark")
     page.goto(f"{url}/b/medsg/about")
     assert "Open labels" in page.content()
     page.goto(f"{url}/b/medvidbench/board/community")
