@@ -313,3 +313,10 @@ def test_the_submission_page_says_why_samples_were_not_scored(
         )
     page = client.get(sent.headers["location"]).text
     assert "not scored: no N/5 score found" in page
+
+
+def test_reported_rows_link_their_source(client: TestClient) -> None:
+    board = client.get("/b/medvidbench/board/official").text
+    assert 'class="source" href="/b/medvidbench/about#reported"' in board
+    about = client.get("/b/medvidbench/about").text
+    assert 'id="reported"' in about and "Reported on the public MedVidBench leaderboard" in about

@@ -159,6 +159,7 @@ def about(request: Request, slug: str) -> Response:
         tasks=definition.tasks,
         profiles=definition.profiles,
         bench=current_benchmark(rt, definition.slug),
+        reported=list(definition.reported_results()),
     )
 
 
