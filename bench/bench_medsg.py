@@ -22,17 +22,7 @@ from medvidbench.benchmarks.medsg.scoring import (
     score_corrected,
     score_official,
 )
-
-TASKS = (
-    "Registered_Diff",
-    "Non_Registered_Diff",
-    "multi_view",
-    "object_tracking",
-    "concept",
-    "patch",
-    "crossmodal",
-    "referring",
-)
+from medvidbench.benchmarks.medsg.testset import TASKS
 
 
 def answer(rng: random.Random, box: list[int]) -> str:

@@ -53,6 +53,17 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+BenchmarkSlug = Annotated[
+    str | None,
+    typer.Option(
+        "--benchmark",
+        envvar="MEDVIDBENCH_BENCHMARK",
+        help="Benchmark slug (default: MEDVIDBENCH_BENCHMARK, else the only installed or hosted "
+        "benchmark, else medvidbench).",
+    ),
+]
+
+
 @app.callback()
 def _root(
     version: Annotated[
@@ -71,13 +82,7 @@ def synth(
         typer.Option(min=1, help="Number of test samples (default: the published test set's)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same files.")] = 0,
-    benchmark: Annotated[
-        str | None,
-        typer.Option(
-            envvar="MEDVIDBENCH_BENCHMARK",
-            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
-        ),
-    ] = None,
+    benchmark: BenchmarkSlug = None,
 ) -> None:
     """Write a synthetic test set and predictions of model archetypes.
 
@@ -104,13 +109,7 @@ def validate(
     require_complete: Annotated[
         bool, typer.Option(help="Exit non-zero for a partial submission too.")
     ] = False,
-    benchmark: Annotated[
-        str | None,
-        typer.Option(
-            envvar="MEDVIDBENCH_BENCHMARK",
-            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
-        ),
-    ] = None,
+    benchmark: BenchmarkSlug = None,
 ) -> None:
     """Check a prediction file the way the leaderboard server does, offline.
 
@@ -181,13 +180,7 @@ def evaluate(
             help="Largest file read, in bytes (default 1 GiB).",
         ),
     ] = None,
-    benchmark: Annotated[
-        str | None,
-        typer.Option(
-            envvar="MEDVIDBENCH_BENCHMARK",
-            help="Benchmark slug (default: the only installed benchmark, else medvidbench).",
-        ),
-    ] = None,
+    benchmark: BenchmarkSlug = None,
 ) -> None:
     """Score a prediction file, offline.
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from medvidbench.cli.main import app, err, friendly
+from medvidbench.cli.main import BenchmarkSlug, app, err, friendly
 from medvidbench.core.errors import UsageError
 
 DataDir = Annotated[
@@ -25,13 +25,6 @@ DataDir = Annotated[
         "--data-dir",
         help="Data folder (default: MEDVIDBENCH_DATA_DIR, else ./medvidbench-data in the "
         "current folder).",
-    ),
-]
-BenchmarkSlug = Annotated[
-    str | None,
-    typer.Option(
-        "--benchmark",
-        help="Benchmark slug (default: MEDVIDBENCH_BENCHMARK, else the only or first hosted one).",
     ),
 ]
 db_app = typer.Typer(help="The server's database.", no_args_is_help=True)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, Literal
 
 from medvidbench.core.errors import UsageError
@@ -104,6 +105,24 @@ class Profile:
     name: str
     strict: bool
     description: str
+
+
+def lazy(target: str) -> Callable[..., Any]:
+    """The function ``module:name``, imported on its first call: what a definition gives for
+    its loaders and scorers, so that importing the definition stays cheap."""
+    module, _, name = target.partition(":")
+
+    @cache
+    def resolve() -> Callable[..., Any]:
+        found: Callable[..., Any] = getattr(import_module(module), name)
+        return found
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return resolve()(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{target}, imported on first use."
+    return call
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,13 +214,6 @@ def _inputs(
     return samples, [matched.predictions[i] or "" for i in by_task[task]]
 
 
-SIMILARITY_ABOUT = (
-    "Offline diagnostic, not a leaderboard metric: mean all-MiniLM-L6-v2 cosine similarity "
-    "(0-1) of each whole answer with its whole reference, over samples where both are non-empty. "
-    "It is never reported in the 1-5 judge columns."
-)
-
-
 def _similarity(
     judged_scorers: Mapping[str, JudgedScorer],
     selected: list[str],
@@ -229,12 +222,14 @@ def _similarity(
     by_task: dict[str, list[int]],
     ctx: Context,
 ) -> dict[str, Any]:
-    """The similarity diagnostic of every judged scorer that offers one."""
-    out: dict[str, Any] = {"about": SIMILARITY_ABOUT}
+    """The similarity diagnostic of every judged scorer that offers one (what it is: its
+    ``similarity_about``)."""
+    out: dict[str, Any] = {}
     for task, scorer in judged_scorers.items():
         key = getattr(scorer, "similarity_key", None)
         if key is None:
             continue
+        out.setdefault("about", getattr(scorer, "similarity_about", ""))
         complete = task in selected and matched.report.coverage[task].status == "complete"
         out[key] = (
             scorer.similarity(*_inputs(task, gt, matched, by_task), ctx)  # type: ignore[attr-defined]

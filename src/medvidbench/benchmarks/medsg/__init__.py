@@ -9,16 +9,9 @@ on first use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task
-from medvidbench.core.formats import DEFAULT_MAX_BYTES
-
-if TYPE_CHECKING:
-    from medvidbench.core.scoring import Scorer
-    from medvidbench.core.submission import MatchedSubmission
+from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task, lazy
 
 # The synthetic generator's answer styles (kept here so that listing benchmarks stays cheap).
 ARCHETYPES = (
@@ -139,32 +132,6 @@ official test file (the items have no ids). Results files of the official script
 by position within each task and checked against each item's question."""
 
 
-def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    from medvidbench.benchmarks.medsg.testset import load_ground_truth as load
-
-    return load(source, max_bytes)
-
-
-def validate_submission(
-    source: str | Path | bytes, gt: Any, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
-) -> MatchedSubmission:
-    from medvidbench.benchmarks.medsg.submission import validate_submission as validate
-
-    return validate(source, gt, max_bytes, name)
-
-
-def scorers() -> Mapping[str, Scorer]:
-    from medvidbench.benchmarks.medsg.tasks import scorers as all_scorers
-
-    return all_scorers()
-
-
-def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
-    from medvidbench.benchmarks.medsg.tasks import overall as compute
-
-    return compute(metrics)
-
-
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
 # The image a task's box lives in (medsg.md §1); None where the specification does not know it.
 _TARGET = {
@@ -202,18 +169,6 @@ def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
     }
 
 
-def check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
-    from medvidbench.benchmarks.medsg.tasks import check_options as check
-
-    return check(options, profile)
-
-
-def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
-    from medvidbench.benchmarks.medsg.synth import write_synthetic
-
-    return write_synthetic(out_dir, samples, seed)
-
-
 BENCHMARK = Benchmark(
     slug="medsg",
     title="MedSG-Bench",
@@ -222,13 +177,13 @@ BENCHMARK = Benchmark(
     tasks=TASKS,
     metrics=_metrics(),
     profiles=(OFFICIAL, CORRECTED),
-    load_ground_truth=load_ground_truth,
-    validate_submission=validate_submission,
-    scorers=scorers,
-    derived_metrics=overall,
+    load_ground_truth=lazy(f"{__name__}.testset:load_ground_truth"),
+    validate_submission=lazy(f"{__name__}.submission:validate_submission"),
+    scorers=lazy(f"{__name__}.tasks:scorers"),
+    derived_metrics=lazy(f"{__name__}.tasks:overall"),
     item_drawing=item_drawing,
-    check_options=check_options,
-    synthesise=synthesise,
+    check_options=lazy(f"{__name__}.tasks:check_options"),
+    synthesise=lazy(f"{__name__}.synth:write_synthetic"),
     archetypes=ARCHETYPES,
     labels="public",
     identity=IDENTITY,

@@ -8,8 +8,7 @@ this module is cheap: loaders, scorers and the synthetic generator are imported 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from medvidbench.benchmarks.medvidbench.metrics import (
     LEADERBOARD_V1,
@@ -19,13 +18,7 @@ from medvidbench.benchmarks.medvidbench.metrics import (
 )
 from medvidbench.benchmarks.medvidbench.rubric import RUBRIC
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
-from medvidbench.core.benchmark import Benchmark, Task
-from medvidbench.core.formats import DEFAULT_MAX_BYTES
-
-if TYPE_CHECKING:
-    from medvidbench.core.embeddings import Embedder
-    from medvidbench.core.scoring import JudgedScorer, Scorer
-    from medvidbench.core.submission import MatchedSubmission
+from medvidbench.core.benchmark import Benchmark, Task, lazy
 
 ABOUT = """MedVidBench tests video-language models on surgical and nursing videos: 6,245 test \
 questions over 8 tasks from 8 source datasets (AVOS, CholecT50, CholecTrack20, Cholec80_CVS, \
@@ -58,45 +51,6 @@ Ehsan and Wu, Ziyan},
 }"""
 
 
-def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth as load
-
-    return load(source, max_bytes)
-
-
-def validate_submission(
-    source: str | Path | bytes, gt: Any, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
-) -> MatchedSubmission:
-    from medvidbench.benchmarks.medvidbench.matching import validate_submission as validate
-
-    return validate(source, gt, max_bytes, name)
-
-
-def scorers() -> Mapping[str, Scorer]:
-    from medvidbench.benchmarks.medvidbench.tasks import rule_based_scorers
-
-    return rule_based_scorers()
-
-
-def judged_scorers() -> Mapping[str, JudgedScorer]:
-    from medvidbench.benchmarks.medvidbench.tasks.captions import JUDGED_SCORERS
-
-    return JUDGED_SCORERS
-
-
-def embedder() -> Embedder:
-    from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
-
-    embedder_: Embedder = prepared_embedder()
-    return embedder_
-
-
-def synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
-    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
-
-    return write_synthetic(out_dir, samples=6245 if samples is None else samples, seed=seed)
-
-
 def reported_results() -> Sequence[Mapping[str, Any]]:
     import json
     from importlib import resources
@@ -114,13 +68,13 @@ BENCHMARK = Benchmark(
     tasks=tuple(Task(t.name, t.label, t.title, t.test_count) for t in TASKS.values()),
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),
-    load_ground_truth=load_ground_truth,
-    validate_submission=validate_submission,
-    scorers=scorers,
-    judged_scorers=judged_scorers,
-    embedder=embedder,
+    load_ground_truth=lazy(f"{__name__}.groundtruth:load_ground_truth"),
+    validate_submission=lazy(f"{__name__}.matching:validate_submission"),
+    scorers=lazy(f"{__name__}.tasks:rule_based_scorers"),
+    judged_scorers=lazy(f"{__name__}.tasks.captions:judged_scorers"),
+    embedder=lazy(f"{__name__}.tasks.nap:prepared_embedder"),
     rubric=RUBRIC,
-    synthesise=synthesise,
+    synthesise=lazy(f"{__name__}.synth:write_synthetic"),
     archetypes=ARCHETYPES,
     reported_results=reported_results,
     labels="hidden",

@@ -25,18 +25,19 @@ __all__ = [
 
 def write_synthetic(
     out_dir: str | Path,
-    samples: int = 6245,
+    samples: int | None = None,
     seed: int = 0,
     archetypes: tuple[str, ...] = ARCHETYPES,
 ) -> dict[str, Path]:
-    """Write ``ground_truth.json`` and one ``predictions_<archetype>.json`` per archetype.
+    """Write ``ground_truth.json`` (``samples`` items; None: the published test set's 6,245)
+    and one ``predictions_<archetype>.json`` per archetype.
 
     Returns:
         The written paths, keyed ``ground_truth`` and by archetype name.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    gt = generate_ground_truth(samples, seed)
+    gt = generate_ground_truth(6245 if samples is None else samples, seed)
     written = {"ground_truth": out / "ground_truth.json"}
     written["ground_truth"].write_bytes(msgspec.json.encode(gt))
     for name in archetypes:

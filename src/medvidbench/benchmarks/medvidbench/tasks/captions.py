@@ -300,6 +300,12 @@ def similarity(samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float 
 class CaptionScorer:
     """The judged part of one caption task, through the scorer contract's judge hooks."""
 
+    similarity_about = (
+        "Offline diagnostic, not a leaderboard metric: mean all-MiniLM-L6-v2 cosine similarity "
+        "(0-1) of each whole answer with its whole reference, over samples where both are "
+        "non-empty. It is never reported in the 1-5 judge columns."
+    )
+
     def __init__(self, task: str) -> None:
         self.task = task
         self.metric_keys: tuple[str, ...] = (CAPTION_TASKS[task],)
@@ -320,3 +326,7 @@ class CaptionScorer:
 
 
 JUDGED_SCORERS: dict[str, CaptionScorer] = {t: CaptionScorer(t) for t in CAPTION_TASKS}
+
+
+def judged_scorers() -> dict[str, CaptionScorer]:
+    return JUDGED_SCORERS
