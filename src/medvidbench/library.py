@@ -60,3 +60,18 @@ def validate(
 
 
 _resolve = benchmark
+
+
+def judge_from_settings(
+    benchmark: Benchmark | str | None = None, model: str | None = None, cache: Path | None = None
+) -> Any:
+    """The LLM judge the settings describe (``OPENAI_*`` / ``MEDVIDBENCH_JUDGE_*``), asking the
+    benchmark's rubric, with its SQLite cache. Imports the judge client (the OpenAI SDK).
+
+    Raises:
+        UsageError: when OpenAI's own endpoint would be called without an API key.
+    """
+    from medvidbench.core.judge.client import judge_from_settings as build
+
+    bench = _resolve(benchmark)
+    return build(bench.rubric.version if bench.rubric else "", model, cache)

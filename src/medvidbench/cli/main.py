@@ -247,18 +247,14 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def _judge(model: str | None, cache: Path | None, bench: Any) -> Any:
     """The LLM judge the settings describe (imported only for a run that judges)."""
-    from medvidbench.core.config import load_settings
-    from medvidbench.core.judge.cache import SQLiteJudgeCache
-    from medvidbench.core.judge.client import Judge, JudgeConfig
+    from medvidbench.library import judge_from_settings
 
-    settings = load_settings(judge_cache_path=cache)
-    version = bench.rubric.version if bench.rubric else ""
-    config = JudgeConfig.from_settings(settings, model, prompt_version=version)
-    return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
+    return judge_from_settings(bench, model, cache)
 
 
 def main() -> None:
     """Entry point of the ``medvidbench`` command."""
+    import medvidbench.cli.rewards
     import medvidbench.cli.server  # noqa: F401  (registers the server commands on ``app``)
 
     app()

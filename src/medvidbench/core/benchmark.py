@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from medvidbench.core.embeddings import Embedder
     from medvidbench.core.judge.rubric import Rubric
+    from medvidbench.core.rewards import RewardSpec
     from medvidbench.core.scoring import JudgedScorer, Scorer
     from medvidbench.core.submission import MatchedSubmission
 
@@ -187,6 +188,8 @@ class Benchmark:
         links: Display name to URL (paper, dataset, code).
         licence: The licence of the benchmark's data.
         primary_metric: The metric the board sorts by when average rank is not wanted.
+        rewards: ``() -> RewardSpec``: its tasks as training rewards (:mod:`medvidbench.rewards`);
+            None when the benchmark offers none.
     """
 
     slug: str
@@ -216,6 +219,7 @@ class Benchmark:
     links: Mapping[str, str] = field(default_factory=dict)
     licence: str = ""
     primary_metric: str = ""
+    rewards: Callable[[], RewardSpec] | None = None
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}

@@ -184,6 +184,7 @@ BENCHMARK = Benchmark(
     item_drawing=item_drawing,
     check_options=lazy(f"{__name__}.tasks:check_options"),
     synthesise=lazy(f"{__name__}.synth:write_synthetic"),
+    rewards=lazy(f"{__name__}.rewards:spec"),
     archetypes=ARCHETYPES,
     labels="public",
     identity=IDENTITY,

@@ -77,6 +77,7 @@ BENCHMARK = Benchmark(
     synthesise=lazy(f"{__name__}.synth:write_synthetic"),
     archetypes=ARCHETYPES,
     reported_results=reported_results,
+    rewards=lazy(f"{__name__}.rewards:spec"),
     labels="hidden",
     identity=IDENTITY,
     submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '

@@ -73,4 +73,4 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (LEADERBOARD_V1, STRICT_V2)}
 DEFAULT_PROFILE = LEADERBOARD_V1.name
 
 # Bumped whenever any rule of any profile changes what a score is.
-SCORER_VERSION = "1.1.0"
+SCORER_VERSION = "1.2.0"

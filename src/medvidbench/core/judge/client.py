@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -340,3 +341,20 @@ class Judge:
             "effective_concurrency": self.effective_concurrency(),
             "estimated_cost_usd": cost,
         }
+
+
+def judge_from_settings(
+    prompt_version: str = "", model: str | None = None, cache: Path | None = None
+) -> Judge:
+    """The judge the settings describe, with its SQLite cache; ``prompt_version`` is the
+    rubric's version (part of the configuration id).
+
+    Raises:
+        UsageError: when OpenAI's own endpoint would be called without an API key.
+    """
+    from medvidbench.core.config import load_settings
+    from medvidbench.core.judge.cache import SQLiteJudgeCache
+
+    settings = load_settings(judge_cache_path=cache)
+    config = JudgeConfig.from_settings(settings, model, prompt_version=prompt_version)
+    return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))

@@ -5,12 +5,15 @@ class list skips the sample; an answer equal to a class is that class, anything 
 class of highest all-MiniLM-L6-v2 cosine similarity (so nothing is unparseable). Class lists are
 per dataset; NurViD's is the list of the *first* procedure (in the reference order) named in the
 question, else all NurViD actions; EgoSurgery's and unknown datasets' are the sorted distinct GT
-labels of the group. NAP_acc pools correct answers over all evaluated samples.
+labels of the group (with the scoring option ``label_sets``, ``{dataset: labels}``, those
+labels too: a training reward scores a few rows at a time, and the class list must be the whole
+file's). NAP_acc pools correct answers over all evaluated samples.
 
 ``strict-v2``: labels compare case- and punctuation-insensitively; NurViD picks the *longest*
 procedure named in the question (so "Subcutaneous Injection Insulin" is not taken for
 "Subcutaneous Injection", bug B16); a GT outside the list joins the list instead of skipping
-the sample; an empty answer is wrong instead of being mapped to a class.
+the sample; an answer without a letter or digit (empty, "--") is wrong instead of being mapped
+to a class.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from medvidbench.core.scoring import (
 
 _PUNCT = re.compile(r"[^\w\s-]")
 _SPACE = re.compile(r"\s+")
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def normalize(text: str, strict: bool = False) -> str:
@@ -153,6 +157,9 @@ class NAPScorer(TaskScorer):
     ) -> list[NAPAnswer]:
         """Each answer's class against its item's class list, in one embedding batch."""
         strict = profile.strict
+        # Scoring a subset (training rewards): the labels of the whole file, for the class
+        # lists a test set derives from its own labels (EgoSurgery), by dataset.
+        label_sets: dict[str, Sequence[str]] = ctx.options.get("label_sets") or {}
         groups: dict[tuple[str, str | None], list[int]] = {}
         for i, s in enumerate(items):
             groups.setdefault(group_key(s.dataset, s.question, strict), []).append(i)
@@ -161,7 +168,8 @@ class NAPScorer(TaskScorer):
         for key, members in groups.items():
             gts = [normalize(items[i].answer, strict) for i in members]
             preds = [normalize(texts[i], strict) for i in members]
-            classes = class_list(key, gts)
+            known = [normalize(label, strict) for label in label_sets.get(key[0], ())]
+            classes = class_list(key, gts + known)
             if strict:
                 classes = [normalize(c, True) for c in classes]
                 classes += sorted({g for g in gts if g not in classes})
@@ -177,7 +185,9 @@ class NAPScorer(TaskScorer):
             predicted = predict(preds, classes, ctx)
             for i, gt, pred, p in zip(members, gts, preds, predicted, strict=True):
                 out[i] = NAPAnswer(
-                    parsed=bool(pred) or not strict,  # v1 maps even an empty answer to a class
+                    # v1 maps even an empty answer to a class; v2 reads an answer only when it
+                    # holds a letter or digit ("--" is no answer, not the nearest class)
+                    parsed=bool(_ALNUM.search(pred)) or not strict,
                     exact=pred in gt_index,
                     correct=None if gt not in gt_index else p == gt_index[gt],
                 )

@@ -1,0 +1,269 @@
+"""MedVidBench's eight tasks as training rewards (docs/rewards.md).
+
+Every raw reward comes from the per-sample values the task's scorer produces under
+``strict-v2``, where an unreadable answer scores 0 instead of being skipped:
+
+* TAL: the mean of the sample's two strict-v2 Jaccard values (IoU 0.3 and 0.5); gated by format.
+* STG: the sample's mean box IoU; gated.
+* NAP: 1 when the answer's class is the reference's, else 0.
+* DVC: the sample's temporal F1 (gated), and the caption part: per IoU threshold, each optimally
+  matched event pair contributes its caption similarity and every missed or invented event 0,
+  as strict-v2's DVC_llm counts them; the judge term is the strict-v2 DVC_llm sample score.
+* VS, RC: the whole answer's similarity to the reference; the judge term is the strict-v2
+  five-aspect mean.
+* SA, CVS: the fraction of the sample's aspects (components) answered correctly. The board's
+  SA_acc and CVS_acc balance accuracies over aspects and datasets, so they are not the mean of
+  this reward.
+
+A training row's ground truth is the item itself (``encode``/``decode``), not the SFT record:
+the scorers read nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from medvidbench.benchmarks.medvidbench.datasets import canonical_dataset
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.tasks import dvc
+from medvidbench.benchmarks.medvidbench.tasks.registry import task_for_qa_type
+from medvidbench.benchmarks.medvidbench.tasks.tal import assign
+from medvidbench.core.rewards import RewardSpec, TaskReward
+from medvidbench.core.scoring import SampleResult
+
+_WORD = re.compile(r"[^\W_]")  # a letter or digit
+# NAP class lists a test set derives from its own labels (nap.class_list's last branch).
+_SHIPPED_NAP_LISTS = ("AVOS", "CholecT50", "CoPESD", "NurViD")
+
+
+class RewardItem(msgspec.Struct, forbid_unknown_fields=True):
+    """A training row's ground-truth column (JSON)."""
+
+    qa_type: str
+    dataset: str
+    fps: float
+    question: str
+    answer: str
+    struc_info: Any = None
+    id: str = ""
+    label_set: list[str] | None = None
+
+
+def encode(item: Sample, extras: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "qa_type": item.qa_type,
+        "dataset": item.dataset,
+        "fps": item.fps,
+        "question": item.question,
+        "answer": item.answer,
+        "struc_info": msgspec.json.decode(item.struc_info),
+        "id": item.sample_id,
+    }
+    if extras.get("label_set") is not None:
+        out["label_set"] = list(extras["label_set"])
+    return out
+
+
+def decode(data: Mapping[str, Any]) -> tuple[Sample, dict[str, Any]]:
+    try:
+        rec = msgspec.convert(data, RewardItem)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None
+    task = task_for_qa_type(rec.qa_type)
+    if task is None:
+        raise ValueError(f"unknown qa_type {rec.qa_type!r}")
+    dataset = canonical_dataset(rec.dataset)
+    if dataset is None:
+        raise ValueError(f"unknown dataset {rec.dataset!r}")
+    if not (rec.fps > 0 and np.isfinite(rec.fps)):
+        raise ValueError(f"fps must be a positive number; got {rec.fps!r}")
+    sample = Sample(
+        0,
+        rec.id,
+        rec.qa_type,
+        task,
+        dataset,
+        rec.fps,
+        rec.question,
+        rec.answer,
+        msgspec.json.encode(rec.struc_info),
+    )
+    return sample, ({"label_set": rec.label_set} if rec.label_set is not None else {})
+
+
+def row_extras(items: Sequence[Sample]) -> list[dict[str, Any]]:
+    """NAP rows of a dataset whose class list comes from the labels carry the file's labels."""
+    labels: dict[str, set[str]] = {}
+    for s in items:
+        if s.task == "next_action" and s.dataset not in _SHIPPED_NAP_LISTS:
+            labels.setdefault(s.dataset, set()).add(s.answer)
+    sets = {d: sorted(v) for d, v in labels.items()}
+    return [
+        {"label_set": sets[s.dataset]} if s.task == "next_action" and s.dataset in sets else {}
+        for s in items
+    ]
+
+
+def batch_options(items: Sequence[Sample], extras: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The scorers' options for a batch: the label sets its NAP rows carry, by dataset."""
+    out: dict[str, set[str]] = {}
+    for item, e in zip(items, extras, strict=True):
+        if e.get("label_set") is not None:
+            out.setdefault(item.dataset, set()).update(e["label_set"])
+    return {"label_sets": {d: sorted(v) for d, v in out.items()}}
+
+
+def prompt(item: Sample) -> dict[str, Any]:
+    video, start, end, fps = [*item.sample_id.split("&&"), "", "", "", ""][:4]
+    return {
+        "question": item.question,
+        "media": {"video_id": video, "start_frame": start, "end_frame": end, "fps": fps},
+    }
+
+
+# --- the rule-based terms ---------------------------------------------------------------------
+
+
+def _values(r: SampleResult) -> dict[str, float]:
+    return r.values or {}
+
+
+def _tal(r: SampleResult) -> float:
+    v = _values(r)
+    return (v.get("tag_miou_03", 0.0) + v.get("tag_miou_05", 0.0)) / 2
+
+
+def _key(key: str) -> Any:
+    def score(r: SampleResult) -> float:
+        return float(_values(r).get(key, 0.0))
+
+    score.__name__ = f"score_{key}"
+    return score
+
+
+def _fraction(prefix: str, fallback: str) -> Any:
+    def score(r: SampleResult) -> float:
+        v = _values(r)
+        parts = [x for k, x in v.items() if k.startswith(prefix)]
+        return sum(parts) / len(parts) if parts else float(v.get(fallback, 0.0))
+
+    return score
+
+
+# --- the caption similarity terms -------------------------------------------------------------
+
+
+def _whole_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: Any) -> np.ndarray:
+    """Cosine of each answer with its reference, clipped to 0-1; an answer without a letter or
+    digit (blank, punctuation) 0."""
+    out = np.zeros(len(items))
+    todo = [i for i, t in enumerate(texts) if _WORD.search(t) and items[i].answer.strip()]
+    if todo:
+        a = embedder.encode([texts[i] for i in todo])
+        b = embedder.encode([items[i].answer for i in todo])
+        out[todo] = (a * b).sum(axis=1).clip(0.0, 1.0)
+    return out
+
+
+def _iou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = (a[1] - a[0]) + (b[1] - b[0]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _event_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: Any) -> np.ndarray:
+    """DVC: per threshold, matched events' caption similarity, 0 per missed or invented event."""
+    plans = []
+    captions: set[str] = set()
+    for item, text in zip(items, texts, strict=True):
+        gt, pred = dvc.truth(item.structure()), dvc.parse(text, strict=True)
+        per_theta = []
+        for theta in dvc.THRESHOLDS:
+            table = [[v if (v := _iou(e[:2], g[:2])) >= theta else 0.0 for g in gt] for e in pred]
+            pairs = assign(table) if pred and gt else []
+            per_theta.append((pairs, len(gt) + len(pred) - 2 * len(pairs)))
+            for i, j in pairs:
+                captions.update((pred[i][2], gt[j][2]))
+        plans.append((gt, pred, per_theta))
+    ordered = sorted(captions)
+    vectors = dict(zip(ordered, embedder.encode(ordered), strict=True)) if ordered else {}
+    out = np.zeros(len(items))
+    for n, (gt, pred, per_theta) in enumerate(plans):
+        if not gt:
+            continue
+        means = []
+        for pairs, unmatched in per_theta:
+            sims = [
+                float(np.clip(vectors[pred[i][2]] @ vectors[gt[j][2]], 0.0, 1.0)) for i, j in pairs
+            ]
+            total = len(sims) + unmatched
+            means.append(sum(sims) / total if total else 0.0)
+        out[n] = sum(means) / len(means)
+    return out
+
+
+TASK_REWARDS: dict[str, TaskReward] = {
+    t.task: t
+    for t in (
+        TaskReward(
+            "tal",
+            _tal,
+            gated=True,
+            about="mean of the strict-v2 Jaccard at IoU 0.3 and 0.5",
+            mean_of=("tag_miou_03", "tag_miou_05"),
+        ),
+        TaskReward(
+            "stg",
+            _key("stg_miou"),
+            gated=True,
+            about="mean box IoU over the GT frames",
+            mean_of=("stg_miou",),
+        ),
+        TaskReward(
+            "next_action",
+            _key("nap_acc"),
+            about="1 for the reference's class, else 0",
+            mean_of=("nap_acc",),
+        ),
+        TaskReward(
+            "dense_captioning",
+            _key("dvc_f1"),
+            gated=True,
+            similarity=_event_similarity,
+            judged=True,
+            about="temporal F1 over tIoU 0.3/0.5/0.7",
+            mean_of=("dvc_f1",),
+        ),
+        TaskReward("video_summary", similarity=_whole_similarity, judged=True),
+        TaskReward("region_caption", similarity=_whole_similarity, judged=True),
+        TaskReward(
+            "skill_assessment",
+            _fraction("aspect:", "level"),
+            about="fraction of the GT's aspects scored correctly",
+        ),
+        TaskReward(
+            "cvs_assessment",
+            _fraction("comp:", "rating"),
+            about="fraction of the three CVS components answered correctly",
+        ),
+    )
+}
+
+
+@cache
+def spec() -> RewardSpec:
+    return RewardSpec(
+        profile="strict-v2",
+        tasks=TASK_REWARDS,
+        encode_item=encode,
+        decode_item=decode,
+        batch_options=batch_options,
+        row_extras=row_extras,
+        prompt=prompt,
+    )

@@ -1,0 +1,81 @@
+"""A reward function for TRL's ``GRPOTrainer`` (``reward_funcs=[...]``).
+
+TRL calls a reward function with keyword arguments: ``prompts``, ``completions`` (strings, or
+chat messages for a conversational dataset), ``completion_ids`` and every other column of the
+dataset as a list (here ``ground_truth`` and ``task``, as ``medvidbench rewards prepare``
+writes them), and logs each function under its ``__name__``. A row the function does not cover
+(another task) gets None, which TRL ignores for that function.
+
+Importing this module imports neither TRL nor torch; the scorers load on the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from medvidbench.core.errors import UsageError
+from medvidbench.rewards import Rewarder, Rewards, RewardStats, decode_row
+
+
+def reward_function(
+    stats: str | Path | RewardStats | Sequence[str | Path | RewardStats] | None = None,
+    *,
+    tasks: Collection[str] | None = None,
+    k: float = 3.0,
+    judge: Any = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    name: str | None = None,
+    rewarder: Rewarder | None = None,
+) -> Callable[..., list[float | None]]:
+    """A GRPO reward function scoring with the benchmarks' own scorers.
+
+    Args:
+        stats: Normalisation statistics (``medvidbench rewards fit``); None: raw rewards.
+        tasks: Only these tasks (others get None); None: every task.
+        k, judge, options: As for :class:`~medvidbench.rewards.Rewarder`.
+        name: What TRL logs it as (default ``medvidbench`` or ``medvidbench_<task>``).
+        rewarder: Share one :class:`~medvidbench.rewards.Rewarder` between several functions.
+
+    The returned function keeps its last batch's :class:`~medvidbench.rewards.Rewards` as
+    ``.last`` (raw and normalised terms, for logging).
+    """
+    scorer = rewarder or Rewarder(stats, k=k, judge=judge, options=options)
+    wanted = frozenset(tasks) if tasks is not None else None
+
+    def reward(
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        ground_truth: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        if completions is None:
+            raise UsageError("the reward function needs completions")
+        if ground_truth is None:
+            raise UsageError(
+                "the training dataset has no ground_truth column: prepare it with "
+                "`medvidbench rewards prepare`"
+            )
+        rows = [
+            i
+            for i in range(len(completions))
+            if wanted is None or decode_row(ground_truth[i], f"ground_truth[{i}]")[1].task in wanted
+        ]
+        out: list[float | None] = [None] * len(completions)
+        if rows:
+            result = scorer.score([completions[i] for i in rows], [ground_truth[i] for i in rows])
+            for n, i in enumerate(rows):
+                out[i] = float(result.reward[n])
+            reward.last = result  # type: ignore[attr-defined]
+        return out
+
+    reward.__name__ = name or (
+        "medvidbench" if wanted is None else "medvidbench_" + "_".join(sorted(wanted))
+    )
+    reward.__qualname__ = reward.__name__
+    reward.last = None  # type: ignore[attr-defined]
+    return reward
+
+
+__all__ = ["Rewards", "reward_function"]
