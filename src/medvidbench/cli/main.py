@@ -180,6 +180,18 @@ def evaluate(
             help="Largest file read, in bytes (default 1 GiB).",
         ),
     ] = None,
+    ci: Annotated[
+        bool,
+        typer.Option(
+            "--ci",
+            help="Also print 95 % confidence intervals (cluster bootstrap over test items; "
+            "docs/statistics.md).",
+        ),
+    ] = False,
+    replicates: Annotated[
+        int, typer.Option(min=100, max=100_000, help="Bootstrap replicates for --ci.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed for --ci.")] = 0,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Score a prediction file, offline.
@@ -222,6 +234,8 @@ def evaluate(
             judge_progress=judged,
             similarity=similarity,
             options=_options(option or []),
+            bootstrap=replicates if ci else None,
+            seed=seed,
         )
     body = json.dumps(report.to_dict(), indent=2)
     if out is not None:

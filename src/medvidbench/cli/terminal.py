@@ -81,12 +81,28 @@ def print_report(report: Report, bench: Benchmark, console: Console) -> None:
     """Print the benchmark's metrics, per-task diagnostics and judge provenance."""
     title = f"{bench.title} metrics ({report.profile}, scorer {report.scorer_version})"
     table = Table(title=title, title_justify="left")
+    stats = report.statistics
+    intervals = (stats or {}).get("intervals", {})
     table.add_column("metric")
     table.add_column("value", justify="right")
+    if stats:
+        table.add_column(f"{stats['confidence']:.0%} interval", justify="right")
     table.add_column("note")
     for m in bench.metrics:
-        table.add_row(m.column, _fmt(report.metrics[m.key]), _note(report, m.key, m.task, m.judged))
+        row = [m.column, _fmt(report.metrics[m.key])]
+        if stats:
+            iv = intervals.get(m.key)
+            row.append(f"{iv[0]:.3f} – {iv[1]:.3f}" if iv else "[dim]—[/]")
+        table.add_row(*row, _note(report, m.key, m.task, m.judged))
     console.print(table)
+    if stats:
+        console.print(
+            f"intervals: {stats['method']}, {stats['replicates']:,} replicates, seed "
+            f"{stats['seed']}; clusters: {escape(stats['cluster_rule'])} "
+            f"({stats['clusters']:,} clusters)",
+            highlight=False,
+            soft_wrap=True,
+        )
     tasks = Table(title="Per task", title_justify="left")
     for col in ("task", "status", "samples", "scored", "parse rate"):
         tasks.add_column(col, justify="left" if col in ("task", "status") else "right")

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from medvidbench.core.judge.rubric import Rubric
     from medvidbench.core.rewards import RewardSpec
     from medvidbench.core.scoring import JudgedScorer, Scorer
+    from medvidbench.core.statistics import Ratio
     from medvidbench.core.submission import MatchedSubmission
 
 Scale = Literal["0-1", "1-5", "percent"]
@@ -190,6 +191,11 @@ class Benchmark:
         primary_metric: The metric the board sorts by when average rank is not wanted.
         rewards: ``() -> RewardSpec``: its tasks as training rewards (:mod:`medvidbench.rewards`);
             None when the benchmark offers none.
+        cluster_of: ``(item) -> cluster id``: the test items a bootstrap resamples together
+            (MedVidBench: every question about one source video); None: each item alone.
+        cluster_rule: One sentence naming that rule, stamped on every interval.
+        derived_formulas: ``(metric formulas) -> more formulas``: the derived metrics as ratios
+            of sums (:mod:`medvidbench.core.statistics`), so they get intervals too.
     """
 
     slug: str
@@ -220,6 +226,9 @@ class Benchmark:
     licence: str = ""
     primary_metric: str = ""
     rewards: Callable[[], RewardSpec] | None = None
+    cluster_of: Callable[[Any], str] | None = None
+    cluster_rule: str = "each test item on its own"
+    derived_formulas: Callable[[dict[str, list[Ratio]]], dict[str, list[Ratio]]] | None = None
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}

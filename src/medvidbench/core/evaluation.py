@@ -44,6 +44,9 @@ class Report:
         similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
             ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
         benchmark: The benchmark's slug.
+        statistics: Bootstrap intervals per metric with their seed, replicate count and cluster
+            rule, and the replicates themselves (base64 float32, for paired comparisons), or
+            None when not asked for (:mod:`medvidbench.core.statistics`).
     """
 
     metrics: dict[str, float | None]
@@ -60,6 +63,7 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     similarity: dict[str, Any] | None = None
     benchmark: str = ""
+    statistics: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +81,8 @@ def evaluate(
     judge_progress: Callable[[int, int], None] | None = None,
     similarity: bool = False,
     options: Mapping[str, Any] | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
 ) -> Report:
     """Score a submission on every task of ``benchmark`` it answers.
 
@@ -94,6 +100,8 @@ def evaluate(
             every caption answer and reference).
         options: Scoring options for the benchmark's scorers; they override what the file
             declares (``matched.options``).
+        bootstrap: Replicates of a cluster bootstrap for 95 % intervals (None: no intervals);
+            ``seed`` seeds it. Judged metrics use the judgements already made.
 
     Raises:
         InvalidSubmissionError: when the prediction file is invalid.
@@ -147,6 +155,7 @@ def evaluate(
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
     ctx.options = {**ctx.options, **matched.options, **(options or {})}
     results: list[TaskResult] = []
+    scored_by: list[Any] = []  # the scorer of each result (its linearisation, for intervals)
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
     for n, task in enumerate(selected, start=1):
@@ -159,6 +168,7 @@ def evaluate(
                 result = scorers[task].evaluate(*_inputs(task, gt, matched, by_task), rules, ctx)
                 timings[task] = time.perf_counter() - started
                 results.append(result)
+                scored_by.append(scorers[task])
                 per_task[task] = {
                     "status": "scored",
                     **result.diagnostics,
@@ -173,6 +183,7 @@ def evaluate(
         started = time.perf_counter()
         for result in judging.result():
             results.append(result)
+            scored_by.append(judged_scorers[result.task])
             info = per_task[result.task]
             if info["status"] == "scored":  # DVC: the rule-based part is already there
                 info["judge"] = result.diagnostics
@@ -186,8 +197,14 @@ def evaluate(
         started = time.perf_counter()
         similar = _similarity(judged_scorers, selected, gt, matched, by_task, ctx)
         timings["similarity"] = time.perf_counter() - started
+    metrics = _metrics(benchmark, results)
+    statistics = None
+    if bootstrap:
+        started = time.perf_counter()
+        statistics = _statistics(benchmark, gt, results, scored_by, rules, metrics, bootstrap, seed)
+        timings["bootstrap"] = time.perf_counter() - started
     return Report(
-        metrics=_metrics(benchmark, results),
+        metrics=metrics,
         per_dataset=_per_dataset(results),
         per_task=per_task,
         profile=rules.name,
@@ -204,6 +221,38 @@ def evaluate(
         timings=timings,
         similarity=similar,
         benchmark=benchmark.slug,
+        statistics=statistics,
+    )
+
+
+def _statistics(
+    benchmark: Benchmark,
+    gt: TestSet,
+    results: list[TaskResult],
+    scored_by: list[Any],
+    rules: Profile,
+    metrics: Mapping[str, float | None],
+    replicates: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Every computed metric's bootstrap interval, clusters per the benchmark's rule."""
+    from medvidbench.core.statistics import Design, bootstrap, sample_means
+
+    parts = []
+    for scorer, result in zip(scored_by, results, strict=True):
+        linearise = getattr(scorer, "linearise", None)
+        parts.append(
+            linearise(result.samples, rules)
+            if linearise is not None
+            else sample_means(result.samples, tuple(result.metrics), "")
+        )
+    cluster = benchmark.cluster_of or (lambda item: str(item.index))
+    design = Design.build(parts, [cluster(item) for item in gt.samples])
+    if benchmark.derived_formulas is not None:
+        design.formulas.update(benchmark.derived_formulas(dict(design.formulas)))
+    keys = [k for k in benchmark.metric_keys if metrics.get(k) is not None and k in design.formulas]
+    return bootstrap(design, keys, benchmark.cluster_rule, replicates, seed).to_dict(
+        with_replicates=True
     )
 
 

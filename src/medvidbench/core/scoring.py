@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from medvidbench.core.embeddings import Embedder
     from medvidbench.core.judge.cache import Judgement
     from medvidbench.core.judge.client import JudgeRequest
+    from medvidbench.core.statistics import Linearised
 
 
 @dataclass(slots=True)
@@ -147,6 +148,13 @@ class TaskScorer(ABC):
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         """The task's metrics, overall and per dataset, from its per-sample results."""
 
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        """The task's metrics as ratios of per-sample sums, for bootstrap intervals (default:
+        each metric is the mean of its per-sample value over the samples that have one)."""
+        from medvidbench.core.statistics import sample_means
+
+        return sample_means(results, self.metric_keys, "")
+
     def evaluate(
         self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> TaskResult:
@@ -246,3 +254,34 @@ def balanced_task_result(
     diag[f"{secondary}_accuracy"] = mean_or_none([row[secondary] for row in rows])
     diag["mae"] = mean_abs_error(rows)
     return TaskResult(task, {key: overall}, per_dataset, diag, results)
+
+
+def balanced_linearised(
+    task: str, key: str, prefix: str, results: Sequence[SampleResult]
+) -> Linearised:
+    """:func:`balanced_task_result`'s metric as ratios of sums: per dataset and part, the part's
+    correct count over its counted samples, weighted 1 / (datasets x the dataset's parts); a
+    dataset with no countable part enters as 0, as the aggregate counts it."""
+    from medvidbench.core.statistics import Linearised, Ratio
+
+    out = Linearised()
+    parts: dict[str, set[str]] = {}
+    for r in results:
+        feats: dict[str, float] = {f"{task}/{r.dataset}/#samples": 1.0}
+        parts.setdefault(r.dataset, set())
+        for name, value in (r.values or {}).items():
+            if name.startswith(prefix):
+                feats[f"{task}/{r.dataset}/{name}"] = float(value)
+                feats[f"{task}/{r.dataset}/{name}#n"] = 1.0
+                parts[r.dataset].add(name)
+        out.rows.append((r.index, feats))
+    terms = []
+    for dataset, names in sorted(parts.items()):
+        share = 1.0 / len(parts)
+        if not names:
+            terms.append(Ratio(f"{task}/#zero", f"{task}/{dataset}/#samples", share))
+        for name in sorted(names):
+            base = f"{task}/{dataset}/{name}"
+            terms.append(Ratio(base, f"{base}#n", share / len(names)))
+    out.formulas[key] = terms
+    return out

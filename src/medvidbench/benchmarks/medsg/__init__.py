@@ -169,6 +169,11 @@ def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
     }
 
 
+def first_image(item: Any) -> str:
+    """The bootstrap's cluster: the item's first image path."""
+    return str(item.images[0]) if item.images else str(item.sample_id)
+
+
 BENCHMARK = Benchmark(
     slug="medsg",
     title="MedSG-Bench",
@@ -185,6 +190,10 @@ BENCHMARK = Benchmark(
     check_options=lazy(f"{__name__}.tasks:check_options"),
     synthesise=lazy(f"{__name__}.synth:write_synthetic"),
     rewards=lazy(f"{__name__}.rewards:spec"),
+    cluster_of=first_image,
+    cluster_rule="items sharing their first image together (the items carry no case id; in the "
+    "published set every first image is distinct, so each item is its own cluster)",
+    derived_formulas=lazy(f"{__name__}.tasks:overall_formulas"),
     archetypes=ARCHETYPES,
     labels="public",
     identity=IDENTITY,

@@ -23,6 +23,7 @@ from medvidbench.benchmarks.medsg.testset import TASKS, Item
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.errors import UsageError
 from medvidbench.core.scoring import Context, SampleResult, TaskResult, TaskScorer, diagnostics
+from medvidbench.core.statistics import Ratio
 
 KEYS = ("miou", "acc_03", "acc_05", "acc_07")
 
@@ -152,4 +153,19 @@ def overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
             if all(v is not None for v in values)
             else None
         )
+    return out
+
+
+def overall_formulas(formulas: dict[str, list[Ratio]]) -> dict[str, list[Ratio]]:
+    """The overall columns as ratios of sums: each task's terms at 1/8 of their weight, only
+    when every task was scored (as :func:`overall`)."""
+    out: dict[str, list[Ratio]] = {}
+    for key in ("acc_05", "miou"):
+        per_task = [formulas.get(f"{task}.{key}") for task in TASKS]
+        if all(per_task):
+            out[f"overall.{key}"] = [
+                Ratio(t.num, t.den, t.weight / len(TASKS))
+                for terms in per_task
+                for t in terms or []
+            ]
     return out

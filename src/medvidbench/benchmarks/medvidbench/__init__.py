@@ -60,6 +60,11 @@ def reported_results() -> Sequence[Mapping[str, Any]]:
     return entries
 
 
+def source_video(item: Any) -> str:
+    """The bootstrap's cluster: the video id, the first part of ``id&&start&&end&&fps``."""
+    return str(item.sample_id).split("&&", 1)[0]
+
+
 BENCHMARK = Benchmark(
     slug="medvidbench",
     title="MedVidBench",
@@ -78,6 +83,8 @@ BENCHMARK = Benchmark(
     archetypes=ARCHETYPES,
     reported_results=reported_results,
     rewards=lazy(f"{__name__}.rewards:spec"),
+    cluster_of=source_video,
+    cluster_rule="every question about one source video together (the video id of the sample id)",
     labels="hidden",
     identity=IDENTITY,
     submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '

@@ -45,6 +45,7 @@ from medvidbench.core.scoring import SampleResult, TaskResult, group_by_dataset,
 if TYPE_CHECKING:
     from medvidbench.core.judge.cache import Judgement
     from medvidbench.core.judge.client import JudgeRequest
+    from medvidbench.core.statistics import Linearised
 
 CAPTION_TASKS: dict[str, str] = {
     "dense_captioning": "dvc_llm",
@@ -198,9 +199,20 @@ def _aggregate_dvc(
         value = (
             None if p.dropped else (_dvc_sample_v2 if profile.strict else _dvc_sample_v1)(p, judged)
         )
+        pairs = None
+        if not profile.strict:  # what the v1 aggregate pools, kept for bootstrap intervals
+            pairs = {
+                theta: [sum(_mean_scores(judged[k]) for k in got), len(got)]
+                for theta, keys in p.keys_by_theta.items()
+                for got in [[k for k in keys if k in judged]]
+            }
         rows.append(
             SampleResult(
-                p.index, p.dataset, not p.dropped, None if value is None else {"dvc_llm": value}
+                p.index,
+                p.dataset,
+                not p.dropped,
+                None if value is None else {"dvc_llm": value},
+                extra=None if pairs is None else {"pairs": pairs},
             )
         )
     groups = group_by_dataset(rows)
@@ -323,6 +335,39 @@ class CaptionScorer:
 
     def similarity(self, samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float | None:
         return similarity(samples, texts, ctx)
+
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        """The judged metric as ratios of sums. Every sample-level mean (strict-v2, and VS/RC
+        under v1, whose aspect means over samples average to the samples' mean) is the mean of
+        the per-sample values; v1's DVC_llm pools pairs per dataset and threshold, its datasets
+        weighted by their shares of the DVC samples."""
+        from medvidbench.core.statistics import Linearised, Ratio, sample_means
+
+        if profile.strict or self.task != "dense_captioning":
+            return sample_means(results, self.metric_keys, "")
+        out = Linearised()
+        counts: dict[str, int] = {}
+        seen: dict[str, set[float]] = {}
+        for r in results:
+            counts[r.dataset] = counts.get(r.dataset, 0) + 1
+            seen.setdefault(r.dataset, set())
+            feats = {f"dvc_llm/{r.dataset}/#samples": 1.0, "dvc_llm/#samples": 1.0}
+            for theta, (total, n) in ((r.extra or {}).get("pairs") or {}).items():
+                if n:
+                    feats[f"dvc_llm/{r.dataset}/{theta}"] = total
+                    feats[f"dvc_llm/{r.dataset}/{theta}#n"] = n
+                    seen[r.dataset].add(theta)
+            out.rows.append((r.index, feats))
+        terms = []
+        for d in sorted(counts):
+            share = (f"dvc_llm/{d}/#samples", "dvc_llm/#samples")
+            if not seen[d]:
+                terms.append(Ratio("dvc_llm/#zero", f"dvc_llm/{d}/#samples", 1.0, share))
+            for theta in sorted(seen[d]):
+                base = f"dvc_llm/{d}/{theta}"
+                terms.append(Ratio(base, f"{base}#n", 1.0 / len(seen[d]), share))
+        out.formulas["dvc_llm"] = terms
+        return out
 
 
 JUDGED_SCORERS: dict[str, CaptionScorer] = {t: CaptionScorer(t) for t in CAPTION_TASKS}

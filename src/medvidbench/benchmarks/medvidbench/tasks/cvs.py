@@ -14,15 +14,19 @@ any case; scores must be 0, 1 or 2; every sample counts and a missing component 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
     TaskResult,
     TaskScorer,
+    balanced_linearised,
     balanced_task_result,
 )
+
+if TYPE_CHECKING:
+    from medvidbench.core.statistics import Linearised
 
 COMPONENTS = ("two_structures", "cystic_plate", "hepatocystic_triangle")
 _V1_RULES = (
@@ -110,6 +114,9 @@ class CVSScorer(TaskScorer):
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         return balanced_task_result(self.task, "cvs_acc", "comp:", "rating", results)
+
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        return balanced_linearised(self.task, "cvs_acc", "comp:", results)
 
 
 SCORER = CVSScorer()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
@@ -29,6 +29,9 @@ from medvidbench.core.scoring import (
     group_by_dataset,
     mean_or_none,
 )
+
+if TYPE_CHECKING:
+    from medvidbench.core.statistics import Linearised
 
 Event = tuple[float, float, str]
 THRESHOLDS = (0.3, 0.5, 0.7)
@@ -199,6 +202,37 @@ class DVCScorer(TaskScorer):
         return TaskResult(
             self.task, {"dvc_f1": overall}, per_dataset, diagnostics(results), results
         )
+
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        """strict-v2: the sample mean. v1: per-dataset means weighted by the datasets' shares of
+        the samples, a dataset with nothing evaluated entering as 0."""
+        if profile.strict:
+            return super().linearise(results, profile)
+        from medvidbench.core.statistics import Linearised, Ratio
+
+        out = Linearised()
+        counts: dict[str, int] = {}
+        evaluated: dict[str, int] = {}
+        for r in results:
+            counts[r.dataset] = counts.get(r.dataset, 0) + 1
+            feats = {f"dvc_f1/{r.dataset}/#samples": 1.0, "dvc_f1/#samples": 1.0}
+            if r.values is not None:
+                evaluated[r.dataset] = evaluated.get(r.dataset, 0) + 1
+                feats[f"dvc_f1/{r.dataset}"] = r.values["dvc_f1"]
+                feats[f"dvc_f1/{r.dataset}#n"] = 1.0
+            out.rows.append((r.index, feats))
+        out.formulas["dvc_f1"] = [
+            Ratio(f"dvc_f1/{d}", f"dvc_f1/{d}#n", 1.0, (f"dvc_f1/{d}/#samples", "dvc_f1/#samples"))
+            if evaluated.get(d)
+            else Ratio(
+                "dvc_f1/#zero",
+                f"dvc_f1/{d}/#samples",
+                1.0,
+                (f"dvc_f1/{d}/#samples", "dvc_f1/#samples"),
+            )
+            for d in sorted(counts)
+        ]
+        return out
 
 
 SCORER = DVCScorer()

@@ -14,15 +14,19 @@ missing aspect is wrong.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
     TaskResult,
     TaskScorer,
+    balanced_linearised,
     balanced_task_result,
 )
+
+if TYPE_CHECKING:
+    from medvidbench.core.statistics import Linearised
 
 ASPECTS = (
     "Respect for tissue",
@@ -145,6 +149,9 @@ class SAScorer(TaskScorer):
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:
         return balanced_task_result(self.task, "sa_acc", "aspect:", "level", results)
+
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        return balanced_linearised(self.task, "sa_acc", "aspect:", results)
 
 
 SCORER = SAScorer()

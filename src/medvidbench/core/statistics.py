@@ -1,0 +1,318 @@
+"""How sure is a number: cluster bootstrap intervals, paired differences and rank intervals.
+
+Every board metric is written as a *ratio of sums* over test items: a weighted combination of
+ratios ``sum(numerator feature) / sum(denominator feature)`` (a per-sample mean is one ratio; a
+balanced accuracy is one ratio per dataset and aspect, weighted). Features are summed per
+cluster (MedVidBench: the source video), so a bootstrap replicate is one vector of cluster
+counts and every metric of every entry follows from one matrix product: no scorer is run
+again and no judge is asked again.
+
+The cluster counts depend only on the seed, the replicate count and the test set's clusters, so
+two entries scored on the same test set share their replicates: their differences and their
+rank positions are paired.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from medvidbench.core.benchmark import Metric
+
+DEFAULT_REPLICATES = 1000
+DEFAULT_SEED = 0
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """One term of a metric: ``weight * sum(num) / sum(den)``, the weight itself multiplied by
+    ``sum(share[0]) / sum(share[1])`` when given (a dataset's share of the samples, which a
+    resample changes)."""
+
+    num: str
+    den: str
+    weight: float = 1.0
+    share: tuple[str, str] | None = None
+
+
+@dataclass(slots=True)
+class Linearised:
+    """A task's per-sample features and its metrics written as ratios of their sums.
+
+    Attributes:
+        rows: ``(test-set index, {feature: value})`` per sample.
+        formulas: Per metric key, its ratio terms. The metric is the weighted mean of the terms
+            whose denominator is positive (weights renormalised over those).
+    """
+
+    rows: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    formulas: dict[str, list[Ratio]] = field(default_factory=dict)
+
+
+def sample_means(results: Sequence[Any], keys: Sequence[str], prefix: str) -> Linearised:
+    """The default: each metric is the mean of its per-sample value over the samples that
+    have one (a sample left out of the mean is left out here too)."""
+    out = Linearised(formulas={k: [Ratio(f"{prefix}{k}", f"{prefix}{k}#n")] for k in keys})
+    for r in results:
+        feats: dict[str, float] = {}
+        for k in keys:
+            if r.values is not None and r.values.get(k) is not None:
+                feats[f"{prefix}{k}"] = float(r.values[k])
+                feats[f"{prefix}{k}#n"] = 1.0
+        out.rows.append((r.index, feats))
+    return out
+
+
+def evaluate_formula(terms: Sequence[Ratio], sums: np.ndarray, column: Mapping[str, int]) -> Any:
+    """A metric from feature sums: ``sums`` is (features,) or (replicates, features)."""
+    if not terms:
+        return np.nan
+    sums = np.atleast_2d(sums)
+    num = sums[:, [column[t.num] for t in terms]]
+    den = sums[:, [column[t.den] for t in terms]]
+    weights = np.broadcast_to(np.array([t.weight for t in terms]), num.shape).copy()
+    for j, t in enumerate(terms):
+        if t.share is not None:
+            top, bottom = sums[:, column[t.share[0]]], sums[:, column[t.share[1]]]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                weights[:, j] *= np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
+    valid = den > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(valid, num / np.where(valid, den, 1.0), 0.0)
+    w = np.where(valid, weights, 0.0)
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(total > 0, (w * ratio).sum(axis=1) / np.where(total > 0, total, 1.0), np.nan)
+    return out
+
+
+@dataclass(slots=True)
+class Design:
+    """Clusters and features of one scored submission, ready to bootstrap.
+
+    ``clusters`` is sorted, so a replicate's cluster counts mean the same for every submission
+    scored on the same test set.
+    """
+
+    clusters: list[str]
+    features: list[str]
+    matrix: np.ndarray  # clusters x features: per-cluster sums
+    formulas: dict[str, list[Ratio]]
+
+    @classmethod
+    def build(cls, parts: Sequence[Linearised], cluster_of_index: Sequence[str]) -> Design:
+        clusters = sorted(set(cluster_of_index))
+        where = {c: i for i, c in enumerate(clusters)}
+        formulas: dict[str, list[Ratio]] = {}
+        names: dict[str, int] = {}
+        rows, cols, vals = [], [], []
+        for part in parts:
+            formulas.update(part.formulas)
+            for index, feats in part.rows:
+                c = where[cluster_of_index[index]]
+                for name, value in feats.items():
+                    rows.append(c)
+                    cols.append(names.setdefault(name, len(names)))
+                    vals.append(value)
+        for terms in formulas.values():
+            for t in terms:
+                for name in (t.num, t.den, *(t.share or ())):
+                    names.setdefault(name, len(names))
+        flat = np.bincount(
+            np.asarray(rows, dtype=np.int64) * len(names) + np.asarray(cols, dtype=np.int64),
+            weights=np.asarray(vals, dtype=np.float64),
+            minlength=len(clusters) * len(names),
+        )
+        matrix = flat.reshape(len(clusters), len(names))
+        return cls(clusters, list(names), matrix, formulas)
+
+    def column(self) -> dict[str, int]:
+        return {n: i for i, n in enumerate(self.features)}
+
+    def point(self) -> dict[str, float]:
+        """Each metric on the whole test set (equal to the report's, which tests check)."""
+        sums = self.matrix.sum(axis=0)
+        col = self.column()
+        return {k: float(evaluate_formula(t, sums, col)[0]) for k, t in self.formulas.items()}
+
+    def replicates(self, counts: np.ndarray, keys: Sequence[str]) -> np.ndarray:
+        """Replicates x metrics (NaN where a metric is undefined or absent)."""
+        sums = counts @ self.matrix
+        col = self.column()
+        out = np.full((counts.shape[0], len(keys)), np.nan)
+        for j, k in enumerate(keys):
+            if k in self.formulas:
+                out[:, j] = evaluate_formula(self.formulas[k], sums, col)
+        return out
+
+
+def cluster_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
+    """How often each cluster is drawn in each replicate (replicates x clusters), a function of
+    (clusters, replicates, seed) alone."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_clusters, size=(replicates, n_clusters))
+    offsets = (np.arange(replicates) * n_clusters)[:, None]
+    flat = np.bincount((draws + offsets).ravel(), minlength=replicates * n_clusters)
+    return flat.reshape(replicates, n_clusters).astype(np.float64)
+
+
+def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The percentile interval of bootstrap values (None when no replicate is defined)."""
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(v, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+@dataclass(slots=True)
+class Bootstrap:
+    """A submission's bootstrap: settings, intervals and the replicates (for pairing)."""
+
+    seed: int
+    replicates: int
+    confidence: float
+    cluster_rule: str
+    clusters: int
+    keys: list[str]
+    values: np.ndarray  # replicates x keys
+    intervals: dict[str, tuple[float, float] | None]
+
+    def to_dict(self, with_replicates: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": "cluster bootstrap, percentile interval",
+            "seed": self.seed,
+            "replicates": self.replicates,
+            "confidence": self.confidence,
+            "cluster_rule": self.cluster_rule,
+            "clusters": self.clusters,
+            "intervals": {k: list(v) if v else None for k, v in self.intervals.items()},
+        }
+        if with_replicates:
+            out["keys"] = self.keys
+            out["values"] = base64.b64encode(self.values.astype("<f4").tobytes()).decode()
+        return out
+
+    @staticmethod
+    def replicates_of(data: Mapping[str, Any]) -> tuple[list[str], np.ndarray] | None:
+        """The stored replicates of a ``to_dict(with_replicates=True)`` document."""
+        if "values" not in data or "keys" not in data:
+            return None
+        keys = list(data["keys"])
+        raw = np.frombuffer(base64.b64decode(data["values"]), dtype="<f4").astype(np.float64)
+        return keys, raw.reshape(int(data["replicates"]), len(keys))
+
+
+def bootstrap(
+    design: Design,
+    keys: Sequence[str],
+    cluster_rule: str,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = CONFIDENCE,
+) -> Bootstrap:
+    counts = cluster_counts(len(design.clusters), replicates, seed)
+    values = design.replicates(counts, keys)
+    return Bootstrap(
+        seed,
+        replicates,
+        confidence,
+        cluster_rule,
+        len(design.clusters),
+        list(keys),
+        values,
+        {k: interval(values[:, j], confidence) for j, k in enumerate(keys)},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """``a - b`` for one metric, with its paired bootstrap interval."""
+
+    metric: str
+    difference: float | None
+    interval: tuple[float, float] | None
+
+    @property
+    def distinguishable(self) -> bool | None:
+        """Whether the interval excludes 0 (None: no interval)."""
+        if self.interval is None:
+            return None
+        lo, hi = self.interval
+        return lo > 0 or hi < 0
+
+
+def paired(
+    a: np.ndarray,
+    b: np.ndarray,
+    keys: Sequence[str],
+    point_a: Mapping[str, float | None],
+    point_b: Mapping[str, float | None],
+    confidence: float = CONFIDENCE,
+) -> list[Difference]:
+    """Per metric, the difference of two entries' values and its interval from their shared
+    replicates (both ``replicates x keys``, drawn with the same seed on the same test set)."""
+    out = []
+    for j, k in enumerate(keys):
+        pa, pb = point_a.get(k), point_b.get(k)
+        diff = None if pa is None or pb is None else float(pa) - float(pb)
+        iv = interval(a[:, j] - b[:, j], confidence) if diff is not None else None
+        out.append(Difference(k, diff, iv))
+    return out
+
+
+def _competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Per replicate (rows), "min" ranks of the entries (columns), on values rounded to 3
+    decimals as the board ranks them; a missing value (NaN) ranks after every present one."""
+    v = np.round(values, 3)
+    v = v if higher_is_better else -v
+    missing = np.isnan(v)
+    filled = np.where(missing, -np.inf, v)
+    better = (filled[:, None, :] > filled[:, :, None]).sum(axis=2)  # replicate x entry
+    present = (~missing).sum(axis=1, keepdims=True)
+    ranks: np.ndarray = np.where(missing, present + 1, better + 1).astype(np.float64)
+    return ranks
+
+
+def rank_intervals(
+    values: np.ndarray, metrics: Sequence[Metric], confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each entry's board position in every replicate, and its interval.
+
+    ``values`` is entries x replicates x metrics (a reported row repeats its fixed values).
+    Positions follow the published rule's first key: each ranked metric's competition rank
+    (3 decimals, its direction, missing last), averaged; an entry's position is 1 + the number
+    of entries with a strictly better average. Returns (positions: replicates x entries,
+    intervals: entries x 2).
+    """
+    entries, reps, _ = values.shape
+    ranked = [(j, m) for j, m in enumerate(metrics) if m.ranked]
+    total = np.zeros((reps, entries))
+    for j, m in ranked:
+        total += _competition_ranks(values[:, :, j].T, m.higher_is_better)
+    average = total / max(len(ranked), 1)
+    positions = (average[:, None, :] < average[:, :, None] - 1e-12).sum(axis=2) + 1
+    tail = (1 - confidence) / 2 * 100
+    bounds = np.percentile(positions, [tail, 100 - tail], axis=0).T
+    return positions, np.rint(bounds).astype(int)
+
+
+def tie_groups(order: Sequence[int], bounds: np.ndarray) -> list[int]:
+    """Group numbers along the official order: a row joins the group above it when its rank
+    interval overlaps the interval of the group's first row (not distinguishable from it)."""
+    groups: list[int] = []
+    head = None
+    for n, i in enumerate(order):
+        if head is None or bounds[i][0] > bounds[head][1]:
+            head = i
+            groups.append((groups[-1] + 1) if groups else 1)
+        else:
+            groups.append(groups[-1])
+        del n
+    return groups
