@@ -98,6 +98,14 @@ class Settings(BaseSettings):
         description="Accounts one network address may create by sign-up per 24 hours; "
         "0 for no limit.",
     )
+    bootstrap_replicates: int = Field(
+        1000,
+        ge=0,
+        le=100_000,
+        description="Cluster-bootstrap replicates computed when a submission is scored, for the "
+        "95 % intervals, paired comparisons and rank intervals; 0 for none.",
+    )
+    bootstrap_seed: int = Field(0, ge=0, description="The bootstrap's seed (stamped on it).")
     image_dirs: dict[str, Path] = Field(
         default_factory=dict,
         description="Per benchmark slug, the folder of its test images, as JSON "

@@ -209,6 +209,13 @@ class Bootstrap:
         return keys, raw.reshape(int(data["replicates"]), len(keys))
 
 
+def public(statistics: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored bootstrap without its replicates (what pages, the API and exports show)."""
+    if not statistics:
+        return None
+    return {k: v for k, v in statistics.items() if k not in ("keys", "values")}
+
+
 def bootstrap(
     design: Design,
     keys: Sequence[str],

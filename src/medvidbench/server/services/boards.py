@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -55,6 +56,13 @@ class BoardRow:
     scorer_version: str | None
     judge: dict[str, Any] | None
     source: str | None
+    # How sure the numbers are (docs/statistics.md): the 95 % interval of each metric, the
+    # rank's interval over the board's joint bootstrap replicates and its tie group; None with
+    # the reason in ``interval_note`` (reported numbers have no per-item data).
+    intervals: dict[str, list[float] | None] | None = None
+    rank_interval: tuple[int, int] | None = None
+    tie_group: int | None = None
+    interval_note: str = ""
 
 
 def board_rows(
@@ -119,6 +127,11 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     ranked = rank_rows(
         [(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)], definition.metrics
     )
+    uncertainty = _rank_uncertainty(
+        [(ev.statistics if ev else None, m, ev is None) for _, ev, m in raw],
+        [int(r.key) for r in ranked],  # type: ignore[call-overload]
+        definition,
+    )
     rows = []
     for r in ranked:
         e, ev, metrics = raw[int(r.key)]  # type: ignore[call-overload]
@@ -158,6 +171,130 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 scorer_version=ev.scorer_version if ev else None,
                 judge=ev.judge if ev else None,
                 source=e.source,
+                **uncertainty[int(r.key)],  # type: ignore[call-overload]
             )
         )
     return rows
+
+
+def _rank_uncertainty(
+    raw: list[tuple[dict[str, Any] | None, dict[str, float | None], bool]],
+    order: list[int],
+    definition: Any,
+) -> list[dict[str, Any]]:
+    """Per row: metric intervals, rank interval and tie group from the joint replicates.
+
+    Rows whose evaluations share the board's bootstrap (the most common replicate count and
+    seed) are resampled together; every other row (reported numbers, evaluations stored without
+    a bootstrap or with other settings) keeps its values in every replicate and gets no
+    interval, with the reason.
+    """
+    from collections import Counter
+
+    from medvidbench.core.statistics import Bootstrap, rank_intervals, tie_groups
+
+    keys = list(definition.metric_keys)
+    stamps = Counter(
+        (s["replicates"], s["seed"], s.get("clusters")) for s, _, _ in raw if s and "values" in s
+    )
+    out: list[dict[str, Any]] = [{} for _ in raw]
+    if not stamps:
+        for i, (stats, _, reported) in enumerate(raw):
+            out[i]["interval_note"] = _why_not(stats, reported)
+        return out
+    (reps, seed, clusters), _ = stamps.most_common(1)[0]
+    values = np.full((len(raw), reps, len(keys)), np.nan)
+    for i, (stats, metrics, reported) in enumerate(raw):
+        fixed = np.array([np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys])  # type: ignore[arg-type]
+        values[i] = fixed
+        joint = stats and (stats["replicates"], stats["seed"], stats.get("clusters")) == (
+            reps,
+            seed,
+            clusters,
+        )
+        got = Bootstrap.replicates_of(stats) if joint and stats else None
+        if got is None:
+            out[i]["interval_note"] = _why_not(stats, reported)
+            continue
+        for j, key in enumerate(got[0]):
+            if key in keys and metrics.get(key) is not None:
+                values[i, :, keys.index(key)] = got[1][:, j]
+        out[i]["intervals"] = stats["intervals"] if stats else None
+    _, bounds = rank_intervals(values, definition.metrics)
+    groups = tie_groups(order, bounds)
+    for n, i in enumerate(order):
+        if "intervals" in out[i]:
+            out[i]["rank_interval"] = (int(bounds[i][0]), int(bounds[i][1]))
+        out[i]["tie_group"] = groups[n]
+    return out
+
+
+def _why_not(stats: dict[str, Any] | None, reported: bool) -> str:
+    if reported:
+        return "no interval: reported numbers come without per-item results"
+    if stats is None:
+        return "no interval: scored without a bootstrap (before intervals existed, or with none)"
+    return "no interval: bootstrapped with other settings than the rest of the board"
+
+
+@dataclass(slots=True)
+class Comparison:
+    """Entry ``other`` against entry ``reference``, per metric: the difference and its paired
+    bootstrap interval (None with ``note`` when the two cannot be paired)."""
+
+    reference: str
+    other: str
+    differences: list[Any]
+    note: str = ""
+
+
+def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Comparison]:
+    """Each chosen row after the first against the first, paired on their shared replicates."""
+    from medvidbench.core.statistics import Bootstrap, paired
+
+    if len(rows) < 2:
+        return []
+    definition = runtime.definition(slug)
+    ids = [r.submission_id for r in rows if r.submission_id]
+    with runtime.sessions() as session:
+        evals = current_evaluations(session, ids, definition)
+    stats = [evals[r.submission_id].statistics if r.submission_id in evals else None for r in rows]
+    keys = list(definition.metric_keys)
+    first, base = rows[0], stats[0]
+    out = []
+    for row, other in zip(rows[1:], stats[1:], strict=True):
+        a = Bootstrap.replicates_of(base) if base else None
+        b = Bootstrap.replicates_of(other) if other else None
+        same = (
+            a is not None
+            and b is not None
+            and base is not None
+            and other is not None
+            and (base["replicates"], base["seed"], base.get("clusters"))
+            == (other["replicates"], other["seed"], other.get("clusters"))
+        )
+        if not same or a is None or b is None:
+            reason = (
+                "reported numbers come without per-item results"
+                if first.submission_id is None or row.submission_id is None
+                else "not bootstrapped together (scored without a bootstrap, or with other "
+                "settings)"
+            )
+            out.append(
+                Comparison(first.model_name, row.model_name, [], f"no paired interval: {reason}")
+            )
+            continue
+        va = np.full((a[1].shape[0], len(keys)), np.nan)
+        vb = np.full_like(va, np.nan)
+        for j, k in enumerate(a[0]):
+            if k in keys:
+                va[:, keys.index(k)] = a[1][:, j]
+        for j, k in enumerate(b[0]):
+            if k in keys:
+                vb[:, keys.index(k)] = b[1][:, j]
+        out.append(
+            Comparison(
+                first.model_name, row.model_name, paired(vb, va, keys, row.metrics, first.metrics)
+            )
+        )
+    return out

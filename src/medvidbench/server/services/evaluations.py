@@ -34,6 +34,7 @@ def current_evaluations(
                 Evaluation.judge,
                 Evaluation.profile,
                 Evaluation.scorer_version,
+                Evaluation.statistics,
             ).where(
                 Evaluation.submission_id.in_(submission_ids[start : start + 500]),
                 Evaluation.profile == (profile or definition.default_profile),
@@ -88,6 +89,7 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                     per_dataset=report.per_dataset,
                     per_task=report.per_task,
                     judge=None,
+                    statistics=report.statistics,
                 )
             )
             board_cache.bump_for_submission(session, submission_id)

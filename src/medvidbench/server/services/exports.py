@@ -61,6 +61,10 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
             "judge_config",
             "submission_id",
             "source",
+            "rank_interval_low",
+            "rank_interval_high",
+            "tie_group",
+            *[f"{m.column} {side}" for m in definition.metrics for side in ("low", "high")],
         ]
     )
     for r in rows:
@@ -89,7 +93,21 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
                     j.get("config_id") or "",
                     r.submission_id or "",
                     r.source or "",
+                    r.rank_interval[0] if r.rank_interval else "",
+                    r.rank_interval[1] if r.rank_interval else "",
+                    r.tie_group or "",
+                    *_bounds(r.intervals, definition.metrics),
                 ]
             ]
         )
     return out.getvalue()
+
+
+def _bounds(intervals: dict[str, Any] | None, metrics: Any) -> list[str]:
+    """Each metric's 95 % interval as two cells (empty without one)."""
+    out = []
+    for m in metrics:
+        iv = (intervals or {}).get(m.key)
+        out += [f"{iv[0]:.3f}", f"{iv[1]:.3f}"] if iv else ["", ""]
+    return out
+

@@ -99,7 +99,16 @@ def _report(
     matched = definition.validate_submission(stored, gt)
     if not matched.report.ok:
         raise InvalidSubmissionError(matched.report.errors, matched.report.source)
-    return evaluate(definition, matched, gt, profile=profile, judge=judge)
+    replicates = runtime.settings.bootstrap_replicates or None
+    return evaluate(
+        definition,
+        matched,
+        gt,
+        profile=profile,
+        judge=judge,
+        bootstrap=replicates,
+        seed=runtime.settings.bootstrap_seed,
+    )
 
 
 def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report: Report) -> bool:
@@ -137,6 +146,7 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
                     per_dataset=report.per_dataset,
                     per_task=report.per_task,
                     judge=report.judge,
+                    statistics=report.statistics,
                 )
             )
         if step == "score":

@@ -25,6 +25,7 @@ from medvidbench.core.errors import (
     QuotaExceededError,
     UsageError,
 )
+from medvidbench.core.statistics import public
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache
@@ -344,6 +345,8 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "judge": ev.judge if ev else None,
         "profile": ev.profile if ev else None,
         "scorer_version": ev.scorer_version if ev else None,
+        # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
+        "statistics": public(ev.statistics) if ev else None,
         "owner": owner,
     }
 

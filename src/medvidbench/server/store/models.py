@@ -187,6 +187,10 @@ class Evaluation(Base):
     per_dataset: Mapped[dict[str, Any]]
     per_task: Mapped[dict[str, Any]]
     judge: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The cluster bootstrap (medvidbench.core.statistics): intervals per metric, seed, replicate
+    # count, cluster rule, and the replicates (base64 float32) that paired comparisons and rank
+    # intervals need. None for evaluations stored before it existed, or with replicates set to 0.
+    statistics: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -84,6 +84,7 @@ def board_context(
     return {
         "kind": kind,
         "rows": visible,
+        "show_intervals": params.get("intervals") != "off",
         "matched": len(shown),
         "page": current,
         "pages": pages,

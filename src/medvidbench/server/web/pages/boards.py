@@ -67,8 +67,10 @@ def compare_page(request: Request, slug: str, entries: str = "") -> Response:
         "compare.html",
         slug=definition.slug,
         chosen=chosen,
+        comparisons=boards.compare(rt, chosen, definition.slug),
         choices=list(rows.values()),
         metrics=definition.metrics,
+        metrics_by_key=definition.metrics_by_key,
         ids=ids,
     )
 

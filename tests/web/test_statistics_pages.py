@@ -1,0 +1,95 @@
+"""Intervals on the server: stored when a submission is scored, shown on its page, in the API
+and the exports; rank intervals and tie groups on the boards; paired differences on the
+compare page; reported rows say why they have none."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from medvidbench.server.runtime import Runtime
+from tests.web.conftest import login, token_for
+from tests.web.test_api import upload
+
+
+def _three(client: TestClient, runtime: Runtime, synthetic: dict[str, Path]) -> dict[str, int]:
+    login(client, runtime)
+    token = token_for(client)
+    ids = {}
+    for name in ("strong", "shuffled", "weak"):
+        created = upload(client, token, synthetic[name], f"Model-{name}")
+        assert created.status_code == 202, created.text
+        ids[name] = created.json()["id"]
+    return ids
+
+
+def test_intervals_from_scoring_to_page_api_board_compare_and_export(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    ids = _three(client, web_runtime, synthetic)
+    detail = client.get(f"/api/v1/submissions/{ids['strong']}").json()
+    stats = detail["statistics"]
+    assert stats["replicates"] == 1000 and stats["seed"] == 0 and stats["confidence"] == 0.95
+    assert "values" not in stats and "keys" not in stats  # the replicates stay on the server
+    assert stats["cluster_rule"].startswith("every question about one source video")
+    for key, value in detail["metrics"].items():
+        if value is not None:
+            lo, hi = stats["intervals"][key]
+            assert lo <= value <= hi
+
+    page = client.get(f"/submissions/{ids['strong']}").text
+    assert "95 % interval" in page and 'id="interval-note"' in page
+    assert "1000 replicates, seed 0" in page
+
+    rows = {r["model_name"]: r for r in client.get("/api/v1/boards/community").json()}
+    strong, shuffled, weak = (rows[f"Model-{n}"] for n in ("strong", "shuffled", "weak"))
+    # identical answers: in every resample neither is better, so both rank first
+    assert strong["rank_interval"] == shuffled["rank_interval"] == [1, 1]
+    assert strong["tie_group"] == shuffled["tie_group"] != weak["tie_group"]
+    assert weak["rank_interval"] == [3, 3]
+    official = client.get("/api/v1/boards/official").json()
+    assert official and all(r["rank_interval"] is None for r in official)
+    assert all("reported numbers come without per-item results" in r["interval_note"]
+               for r in official)
+
+    board = client.get("/b/medvidbench/board/community").text
+    assert 'class="rank-ci"' in board and "(1)" in board and 'id="intervals-toggle"' in board
+    plain = client.get("/b/medvidbench/board/community?intervals=off").text
+    assert 'class="rank-ci"' not in plain and "Show rank intervals" in plain
+    assert "(n/a)" in client.get("/b/medvidbench/board/official").text
+
+    entries = ",".join(str(r["entry_id"]) for r in (strong, shuffled, weak))
+    compared = client.get(f"/b/medvidbench/compare?entries={entries}").text
+    assert 'id="differences"' in compared
+    same, worse = compared.split("<caption>")[1:3]
+    assert same.count("not distinguishable") == 7  # every rule-based metric; judged ones pending
+    assert worse.count("Model-strong better") == 7 and "not distinguishable" not in worse
+
+    exported = client.get("/api/v1/benchmarks/medvidbench/boards/community?format=csv").text
+    table = list(csv.DictReader(io.StringIO(exported)))
+    top = next(r for r in table if r["model"] == "Model-strong")
+    assert (top["rank_interval_low"], top["rank_interval_high"]) == ("1", "1")
+    assert float(top["STG_mIoU low"]) <= float(top["STG_mIoU"]) <= float(top["STG_mIoU high"])
+
+
+def test_no_bootstrap_when_turned_off(
+    tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.server.web.app import create_app
+    from tests.server.conftest import build_runtime
+
+    rt = build_runtime(tmp_path, None, synthetic["ground_truth"], bootstrap_replicates=0)
+    try:
+        with TestClient(create_app(rt), follow_redirects=False) as c:
+            login(c, rt)
+            created = upload(c, token_for(c), synthetic["strong"], "NoStats")
+            detail = c.get(f"/api/v1/submissions/{created.json()['id']}").json()
+            assert detail["statistics"] is None
+            assert "No intervals" in c.get(f"/submissions/{detail['id']}").text
+            (row,) = c.get("/api/v1/boards/community").json()
+            assert row["rank_interval"] is None and "without a bootstrap" in row["interval_note"]
+    finally:
+        rt.engine.dispose()
