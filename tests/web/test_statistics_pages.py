@@ -52,8 +52,9 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     assert weak["rank_interval"] == [3, 3]
     official = client.get("/api/v1/boards/official").json()
     assert official and all(r["rank_interval"] is None for r in official)
-    assert all("reported numbers come without per-item results" in r["interval_note"]
-               for r in official)
+    assert all(
+        "reported numbers come without per-item results" in r["interval_note"] for r in official
+    )
 
     board = client.get("/b/medvidbench/board/community").text
     assert 'class="rank-ci"' in board and "(1)" in board and 'id="intervals-toggle"' in board
@@ -75,9 +76,7 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     assert float(top["STG_mIoU low"]) <= float(top["STG_mIoU"]) <= float(top["STG_mIoU high"])
 
 
-def test_no_bootstrap_when_turned_off(
-    tmp_path: Path, synthetic: dict[str, Path]
-) -> None:
+def test_no_bootstrap_when_turned_off(tmp_path: Path, synthetic: dict[str, Path]) -> None:
     from medvidbench.server.web.app import create_app
     from tests.server.conftest import build_runtime
 

@@ -110,4 +110,3 @@ def _bounds(intervals: dict[str, Any] | None, metrics: Any) -> list[str]:
         iv = (intervals or {}).get(m.key)
         out += [f"{iv[0]:.3f}", f"{iv[1]:.3f}"] if iv else ["", ""]
     return out
-
