@@ -7,10 +7,17 @@ from typing import Any
 
 
 def populate_board(
-    runtime: Any, benchmark_id: int, user_id: int, entries: int, seed: int = 0
+    runtime: Any,
+    benchmark_id: int,
+    user_id: int,
+    entries: int,
+    seed: int = 0,
+    replicates: int = 0,
 ) -> None:
     """Insert ``entries`` scored submissions, their evaluations and board entries directly
-    (as scoring would leave them); about 10 % of metrics are missing."""
+    (as scoring would leave them); about 10 % of metrics are missing. With ``replicates``,
+    each evaluation also stores a bootstrap of that many replicates (the metric plus noise of
+    a size real test sets give), as scoring with intervals would."""
     from sqlalchemy import select
 
     from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS, SCORER_VERSION
@@ -49,6 +56,7 @@ def populate_board(
                     metrics=metrics,
                     per_dataset={},
                     per_task={},
+                    statistics=_statistics(metrics, replicates, i) if replicates else None,
                 )
             )
             session.add(
@@ -61,3 +69,18 @@ def populate_board(
                     model_url=url,
                 )
             )
+
+
+def _statistics(metrics: dict[str, float | None], replicates: int, seed: int) -> dict[str, Any]:
+    import numpy as np
+
+    from medvidbench.core.statistics import Bootstrap, interval
+
+    keys = [k for k, v in metrics.items() if v is not None]
+    rng = np.random.default_rng(seed)
+    values = np.array([metrics[k] for k in keys]) + rng.normal(0, 0.015, (replicates, len(keys)))
+    return Bootstrap(
+        0, replicates, 0.95, "bench", 4000, keys, values,
+        {k: interval(values[:, j]) for j, k in enumerate(keys)},
+    ).to_dict(with_replicates=True)
+
