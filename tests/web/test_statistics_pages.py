@@ -69,6 +69,19 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     assert same.count("not distinguishable") == 7  # every rule-based metric; judged ones pending
     assert worse.count("Model-strong better") == 7 and "not distinguishable" not in worse
 
+    api = client.get(f"/api/v1/compare?entries={entries}").json()["differences"]
+    assert [(c["reference"], c["other"]) for c in api] == [
+        ("Model-strong", "Model-shuffled"),
+        ("Model-strong", "Model-weak"),
+    ]
+    assert api[0]["metrics"]["stg_miou"] == {
+        "difference": 0.0,
+        "interval": [0.0, 0.0],
+        "distinguishable": False,
+    }
+    weaker = api[1]["metrics"]["stg_miou"]
+    assert weaker["distinguishable"] and weaker["interval"][1] < 0 < -weaker["difference"]
+
     exported = client.get("/api/v1/benchmarks/medvidbench/boards/community?format=csv").text
     table = list(csv.DictReader(io.StringIO(exported)))
     top = next(r for r in table if r["model"] == "Model-strong")

@@ -18,6 +18,7 @@ from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import catalogue
 from medvidbench.server.services.boards import board_rows
+from medvidbench.server.services.boards import compare as compare_rows
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.submissions import (
     current_benchmark,
@@ -169,6 +170,23 @@ def compare(
                 },
             }
             for i in ids
+        ],
+        # each entry after the first minus the first, with its paired 95 % interval
+        "differences": [
+            {
+                "reference": c.reference,
+                "other": c.other,
+                "note": c.note,
+                "metrics": {
+                    d.metric: {
+                        "difference": d.difference,
+                        "interval": list(d.interval) if d.interval else None,
+                        "distinguishable": d.distinguishable,
+                    }
+                    for d in c.differences
+                },
+            }
+            for c in compare_rows(rt, [rows[i] for i in ids], definition.slug)
         ],
     }
 
