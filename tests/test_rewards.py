@@ -410,3 +410,8 @@ def test_caption_rewards_mix_judge_and_similarity_and_reuse_cached_judgements(
     without = Rewarder().score(answers, cols)
     np.testing.assert_allclose(without.raw[vs_rc], first.terms["similarity"][vs_rc])
     assert np.isnan(without.terms["judge"]).all()
+
+
+def test_deeply_nested_ground_truth_is_a_clear_error() -> None:
+    with pytest.raises(RewardInputError, match="ground_truth\\[0\\]: .*nested too deeply"):
+        Rewarder().score(["x"], ["[" * 100_000 + "]" * 100_000])

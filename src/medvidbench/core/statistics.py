@@ -274,17 +274,30 @@ def paired(
     return out
 
 
+def _min_ranks(values: np.ndarray) -> np.ndarray:
+    """Row by row, competition ("min") ranks of ascending values: ties share the smaller rank
+    (1, 1, 3). Vectorised: one sort of the whole matrix."""
+    rows, cols = values.shape
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    new = np.ones((rows, cols), dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    first = np.maximum.accumulate(np.where(new, np.arange(cols), 0), axis=1)
+    ranks = np.empty((rows, cols), dtype=np.float64)
+    np.put_along_axis(ranks, order, first + 1.0, axis=1)
+    return ranks
+
+
 def _competition_ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
     """Per replicate (rows), "min" ranks of the entries (columns), on values rounded to 3
     decimals as the board ranks them; a missing value (NaN) ranks after every present one."""
     v = np.round(values, 3)
-    v = v if higher_is_better else -v
+    v = -v if higher_is_better else v
     missing = np.isnan(v)
-    filled = np.where(missing, -np.inf, v)
-    better = (filled[:, None, :] > filled[:, :, None]).sum(axis=2)  # replicate x entry
+    ranks = _min_ranks(np.where(missing, np.inf, v))
     present = (~missing).sum(axis=1, keepdims=True)
-    ranks: np.ndarray = np.where(missing, present + 1, better + 1).astype(np.float64)
-    return ranks
+    out: np.ndarray = np.where(missing, present + 1, ranks)
+    return out
 
 
 def rank_intervals(
@@ -303,8 +316,8 @@ def rank_intervals(
     total = np.zeros((reps, entries))
     for j, m in ranked:
         total += _competition_ranks(values[:, :, j].T, m.higher_is_better)
-    average = total / max(len(ranked), 1)
-    positions = (average[:, None, :] < average[:, :, None] - 1e-12).sum(axis=2) + 1
+    average = total / max(len(ranked), 1)  # sums of whole ranks: equal averages are exact
+    positions = _min_ranks(average).astype(int)
     tail = (1 - confidence) / 2 * 100
     bounds = np.percentile(positions, [tail, 100 - tail], axis=0).T
     return positions, np.rint(bounds).astype(int)

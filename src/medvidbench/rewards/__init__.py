@@ -80,6 +80,8 @@ def _decode_text(text: str) -> tuple[str, Any, dict[str, Any]]:
         data = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("not JSON a reward reads (nested too deeply)") from None
     return _decode(data)
 
 
