@@ -413,5 +413,5 @@ def test_caption_rewards_mix_judge_and_similarity_and_reuse_cached_judgements(
 
 
 def test_deeply_nested_ground_truth_is_a_clear_error() -> None:
-    with pytest.raises(RewardInputError, match="ground_truth\\[0\\]: .*nested too deeply"):
+    with pytest.raises(RewardInputError, match=r"ground_truth\[0\]: .*nested too deeply"):
         Rewarder().score(["x"], ["[" * 100_000 + "]" * 100_000])
