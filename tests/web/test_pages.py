@@ -51,10 +51,19 @@ def test_login_logout_and_wrong_password(client: TestClient, web_runtime: Runtim
     )
     assert wrong.status_code == 401 and "wrong username or password" in wrong.text
     client.post("/logout", data={"csrf": csrf(client, "/")})
-    assert (
-        client.get("/b/medvidbench/submit").headers["location"]
-        == "/login?next=/b/medvidbench/submit"
-    )
+    # anonymous visitors read how to submit, and are asked to log in instead of a bare redirect
+    anonymous = client.get("/b/medvidbench/submit")
+    assert anonymous.status_code == 200
+    assert 'href="/login?next=/b/medvidbench/submit">Log in to submit</a>' in anonymous.text
+    for part in (
+        'id="example"',
+        "kcOqlifSukA&amp;&amp;22425",
+        'id="limits"',
+        "1024 MiB",
+        "medvidbench validate predictions.json --ground-truth test_set.json",
+    ):
+        assert part in anonymous.text, part
+    assert 'name="file"' not in anonymous.text  # no upload form without an account
 
 
 def test_forms_without_the_csrf_token_are_refused(client: TestClient, web_runtime: Runtime) -> None:

@@ -184,6 +184,7 @@ class Benchmark:
             results shown as reported rows.
         identity: How a prediction finds its test item (for the docs and the About page).
         submission_format: One sentence on the prediction file, for the submit page.
+        submission_example: A short example prediction file (JSON), shown on the submit page.
         about: The About page's text (plain paragraphs separated by blank lines).
         citation: BibTeX, or "".
         links: Display name to URL (paper, dataset, code).
@@ -220,6 +221,7 @@ class Benchmark:
     labels: Labels = "hidden"
     identity: str = ""
     submission_format: str = "a JSON file of predictions."
+    submission_example: str = ""
     about: str = ""
     citation: str = ""
     links: Mapping[str, str] = field(default_factory=dict)

@@ -200,6 +200,10 @@ BENCHMARK = Benchmark(
     submission_format='predictions by key, [{"task", "index", "prediction"}] (the model\'s raw '
     "text, or a box of 4 numbers in pixels), or the official evaluation script's own results "
     "file.",
+    submission_example="""[
+  {"task": "referring", "index": 0, "prediction": "[123, 45, 210, 160]"},
+  {"task": "multi_view", "index": 0, "prediction": "<|box_start|>(30,41),(88,97)<|box_end|>"}
+]""",
     about=ABOUT,
     links={
         "Paper (arXiv:2505.11852)": "https://arxiv.org/abs/2505.11852",

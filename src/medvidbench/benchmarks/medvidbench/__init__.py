@@ -89,6 +89,12 @@ BENCHMARK = Benchmark(
     identity=IDENTITY,
     submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '
     "inference script's results.json).",
+    submission_example="""[
+  {"id": "kcOqlifSukA&&22425&&25124&&1.0", "qa_type": "tal",
+   "prediction": "0.0-12.5 seconds, 40.0-58.0 seconds"},
+  {"id": "kcOqlifSukA&&22425&&25124&&1.0", "qa_type": "next_action",
+   "prediction": "Dissect the cystic duct"}
+]""",
     about=ABOUT,
     citation=CITATION,
     links={

@@ -77,16 +77,20 @@ def compare_page(request: Request, slug: str, entries: str = "") -> Response:
 
 @router.get("/b/{slug}/submit", response_class=HTMLResponse)
 def submit_form(request: Request, slug: str) -> Response:
-    request.app.state.runtime.definition(slug)
+    slug = request.app.state.runtime.definition(slug).slug
     user = current_user(request)
-    if user is None:
-        return see(f"/login?next=/b/{slug}/submit")
+    # Anyone may read how to submit (format, example, limits, the validator); submitting
+    # itself needs an account.
     return page(request, "submit.html", slug=slug, user=user, **_quota(request, user))
 
 
-def _quota(request: Request, user: User) -> dict[str, Any]:
+def _quota(request: Request, user: User | None) -> dict[str, Any]:
     s = request.app.state.runtime.settings
-    return {"quota_day": s.quota_per_day, "quota_month": s.quota_per_month}
+    return {
+        "quota_day": s.quota_per_day,
+        "quota_month": s.quota_per_month,
+        "max_mib": s.max_submission_bytes / 2**20,
+    }
 
 
 @router.post("/b/{slug}/submit", response_class=HTMLResponse)

@@ -1,0 +1,113 @@
+"""In Chromium at 1366 px: the submit page for an anonymous visitor; intervals on a submission
+page; rank intervals, tie groups and their toggle on the board; paired differences on the
+compare page. Screenshots go to the CI artifacts with the other browser tests'."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.web.live import CLI, create_user, live_server
+from tests.web.test_browser import browser, shot  # noqa: F401  (the shared Chromium fixture)
+
+PASSWORD = "statistics-user-password"
+
+
+@pytest.fixture(scope="module")
+def stats_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("live-stats")
+    create_user(data, "scientist", PASSWORD)
+    token = subprocess.run(
+        [*CLI, "tokens", "create", "scientist", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with live_server(data) as server:
+        yield {"url": server.url, "data": data, "token": token}
+
+
+def _upload(live: dict[str, Any], archetype: str, name: str) -> int:
+    path = live["data"] / "demo" / "medvidbench" / f"predictions_{archetype}.json"
+    with path.open("rb") as fh:
+        answer = httpx.post(
+            f"{live['url']}/api/v1/submissions",
+            headers={"Authorization": f"Bearer {live['token']}"},
+            files={"file": (path.name, fh, "application/json")},
+            data={"model_name": name},
+            timeout=60,
+        )
+    assert answer.status_code == 202, answer.text
+    sid = int(answer.json()["id"])
+    for _ in range(600):
+        status = httpx.get(
+            f"{live['url']}/api/v1/submissions/{sid}",
+            headers={"Authorization": f"Bearer {live['token']}"},  # queued ones are private
+        ).json()["status"]
+        if status == "scored":
+            return sid
+        time.sleep(0.1)
+    raise AssertionError(f"submission {sid} not scored: {status}")
+
+
+def test_anonymous_visitors_read_how_to_submit(stats_live: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{stats_live['url']}/b/medvidbench/submit")
+    assert page.locator("#example pre").is_visible()
+    assert "medvidbench validate" in page.locator("#validator").inner_text()
+    assert page.locator("input[type=file]").count() == 0
+    shot(page, "submit-anonymous")
+    page.click("text=Log in to submit")
+    page.wait_for_url("**/login?next=/b/medvidbench/submit")
+    page.fill("input[name=username]", "scientist")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/b/medvidbench/submit")
+    assert page.locator("input[type=file]").count() == 1  # now the form
+    page.close()
+
+
+def test_intervals_rank_intervals_and_differences_in_the_browser(
+    stats_live: dict[str, Any],
+    browser: Any,  # noqa: F811
+) -> None:
+    strong = _upload(stats_live, "strong", "Interval Strong")
+    _upload(stats_live, "shuffled", "Interval Shuffled")
+    _upload(stats_live, "weak", "Interval Weak")
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(f"{stats_live['url']}/submissions/{strong}")
+    assert page.locator("#metrics-table th:has-text('95 % interval')").is_visible()
+    assert "1000 replicates" in page.locator("#interval-note").inner_text()
+    shot(page, "submission-intervals")
+
+    page.goto(f"{stats_live['url']}/b/medvidbench/board/community")
+    cis = page.locator("table#board .rank-ci")
+    assert cis.count() == 3 and cis.first.is_visible()
+    groups = page.locator("table#board tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.tieGroup)"
+    )
+    assert groups[0] == groups[1] != groups[2]  # strong and shuffled are tied
+    shot(page, "board-rank-intervals")
+    page.click("#intervals-toggle")
+    page.wait_for_url("**intervals=off")
+    assert page.locator("table#board .rank-ci").count() == 0
+    page.click("#intervals-toggle")
+    page.wait_for_selector("table#board .rank-ci")
+
+    page.goto(f"{stats_live['url']}/b/medvidbench/board/official")
+    reported = page.locator("table#board .rank-ci.none").first
+    assert reported.inner_text() == "(n/a)"
+    assert "reported numbers" in (reported.get_attribute("title") or "")
+
+    rows = httpx.get(f"{stats_live['url']}/api/v1/boards/community").json()
+    ids = ",".join(str(r["entry_id"]) for r in rows)
+    page.goto(f"{stats_live['url']}/b/medvidbench/compare?entries={ids}")
+    assert page.locator("#differences").is_visible()
+    assert page.locator(".not-distinguishable").count() >= 7
+    shot(page, "compare-differences")
+    page.close()
