@@ -110,4 +110,24 @@ def test_intervals_rank_intervals_and_differences_in_the_browser(
     assert page.locator("#differences").is_visible()
     assert page.locator(".not-distinguishable").count() >= 7
     shot(page, "compare-differences")
+    page.wait_for_selector("#chart .main-svg", timeout=30_000)  # from the benchmark's own API
+    assert "metric" in page.locator("#chart").inner_text()  # the x axis is named
+
+    # The searchable list: typing filters it at once; ticked entries stay.
+    page.goto(f"{stats_live['url']}/b/medvidbench/compare")
+    assert page.locator("#compare-default").is_visible()  # never empty: the top 3
+    visible = page.locator("#pick-list label.pick:visible")
+    everyone = visible.count()
+    page.fill("#pick-filter", "interval w")
+    assert 1 <= visible.count() < everyone
+    assert "Interval Weak" in page.locator("#pick-list").inner_text()
+    shot(page, "compare-picker")
+    page.fill("#pick-filter", "")
+    for label in page.locator("#pick-list label.pick").all():  # exactly these two ticked
+        wanted = any(name in label.inner_text() for name in ("Interval Strong", "Interval Weak"))
+        label.locator("input").set_checked(wanted)
+    page.click("#compare-form button:has-text('Compare')")
+    page.wait_for_selector("#compare-table")
+    headers = page.locator("#compare-table thead th").all_inner_texts()
+    assert headers[1:] == ["Interval Strong", "Interval Weak"]
     page.close()

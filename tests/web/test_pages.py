@@ -211,7 +211,7 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
 
     web_runtime.settings.judge_api_key = SecretStr("k")
     page = client.get(f"/submissions/{sub.id}").text
-    assert "Not judged" not in page and ">pending<" in page and 'data-final="no"' in page
+    assert "Not judged" not in page and ">pending judge<" in page and 'data-final="no"' in page
 
 
 def test_pages_take_metric_counts_scales_and_judged_columns_from_the_metric_table(

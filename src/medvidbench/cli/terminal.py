@@ -71,9 +71,9 @@ def _note(report: Report, key: str, task: str, judged: bool) -> str:
     if report.metrics[key] is not None:
         return ""
     if status == "missing":
-        return "task missing from the submission"
+        return "not submitted"
     if judged:
-        return "pending: no judge configured" if report.judge is None else "judge failed"
+        return "not judged: no judge configured" if report.judge is None else "judge failed"
     return str(status)
 
 

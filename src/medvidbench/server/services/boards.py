@@ -6,7 +6,7 @@ missing, not zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,7 @@ class BoardRow:
     # How sure the numbers are (docs/statistics.md): the 95 % interval of each metric, the
     # rank's interval over the board's joint bootstrap replicates and its tie group; None with
     # the reason in ``interval_note`` (reported numbers have no per-item data).
+    missing_tasks: list[str] = field(default_factory=list)  # tasks the file did not answer
     intervals: dict[str, list[float] | None] | None = None
     rank_interval: tuple[int, int] | None = None
     tie_group: int | None = None
@@ -171,6 +172,7 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 scorer_version=ev.scorer_version if ev else None,
                 judge=ev.judge if ev else None,
                 source=e.source,
+                missing_tasks=list(sub.missing_tasks or []) if sub else [],
                 **uncertainty[int(r.key)],  # type: ignore[call-overload]
             )
         )

@@ -22,6 +22,7 @@ class Column:
     second: float | None
     judged: bool
     percent: bool = False
+    task: str = ""
 
 
 def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float | None]:
@@ -44,7 +45,7 @@ def board_context(
     rows = board_rows(runtime, kind, slug=definition.slug)
     metrics = definition.metrics
     columns = [
-        Column(m.key, m.column, *_best_two(rows, m), m.judged, m.percent)
+        Column(m.key, m.column, *_best_two(rows, m), m.judged, m.percent, m.task)
         for m in metrics
         if m.board
     ]

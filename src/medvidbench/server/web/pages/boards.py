@@ -4,6 +4,7 @@ benchmark's, so that old links keep working."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
 from medvidbench.server.services import boards, catalogue
 from medvidbench.server.services.submissions import current_benchmark, submit
@@ -52,27 +54,67 @@ def board(request: Request, slug: str, kind: str) -> Response:
 
 
 @router.get("/b/{slug}/compare", response_class=HTMLResponse)
-def compare_page(request: Request, slug: str, entries: str = "") -> Response:
+def compare_page(request: Request, slug: str, entries: str = "", q: str = "") -> Response:
+    """Pick 2 to 4 entries from a searchable list (ticked boxes, or ``?entries=3,7``); with
+    none picked, the official board's top 3. Wrong picks are named, never trimmed."""
     rt = request.app.state.runtime
     definition = rt.definition(slug)
-    ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()][:4]
-    rows = {
-        r.entry_id: r
-        for k in ("official", "community")
-        for r in boards.board_rows(rt, k, slug=definition.slug)
-    }
-    chosen = [rows[i] for i in ids if i in rows]
+    listed = [
+        Choice(kind, r)
+        for kind in ("official", "community")
+        for r in boards.board_rows(rt, kind, slug=definition.slug)
+    ]
+    rows = {c.row.entry_id: c.row for c in listed}
+    asked = [x.strip() for x in entries.split(",") if x.strip()]
+    asked += [x.strip() for x in request.query_params.getlist("pick") if x.strip()]
+    problems, default = [], ""
+    numbers = list(dict.fromkeys(int(x) for x in asked if x.isascii() and x.isdigit()))
+    unknown = [x for x in asked if not (x.isascii() and x.isdigit())]
+    unknown += [str(i) for i in numbers if i not in rows]
+    if unknown:
+        problems.append(f"No entry {', '.join(unknown)} on the {definition.title} boards.")
+    elif asked and not 2 <= len(numbers) <= 4:
+        problems.append(f"Choose 2 to 4 entries to compare; {len(numbers)} chosen.")
+    ids = [i for i in numbers if i in rows]
+    if not asked:
+        for kind in ("official", "community"):
+            top = [c.row.entry_id for c in listed if c.kind == kind][:3]
+            if len(top) >= 2:
+                ids, default = top, kind
+                break
+    chosen = [] if problems else [rows[i] for i in ids]
+    needle = q.strip().casefold()
+    matching = [
+        c.row.entry_id
+        for c in listed
+        if needle in c.row.model_name.casefold() or needle in c.row.team.casefold()
+    ]
+    shown = [c for c in listed if not needle or c.row.entry_id in ids or c.row.entry_id in matching]
     return page(
         request,
         "compare.html",
+        status=400 if problems else 200,
         slug=definition.slug,
         chosen=chosen,
         comparisons=boards.compare(rt, chosen, definition.slug),
-        choices=list(rows.values()),
+        choices=shown,
+        problems=problems,
+        default=default,
+        q=q,
+        no_match=bool(needle) and not matching,
         metrics=definition.metrics,
         metrics_by_key=definition.metrics_by_key,
         ids=ids,
+        judge_on=judge_wanted(rt.settings),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """An entry the compare page offers, with the board it is on."""
+
+    kind: str
+    row: Any
 
 
 @router.get("/b/{slug}/submit", response_class=HTMLResponse)

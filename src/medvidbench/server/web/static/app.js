@@ -36,17 +36,25 @@ document.addEventListener("DOMContentLoaded", () => {
     setTimeout(poll, 1000);
   }
 
-  // Compare page: the multi-select fills the id list; the chart is drawn from the API.
-  const pick = document.getElementById("pick");
-  const hidden = document.getElementById("entries");
-  if (pick && hidden) {
-    pick.addEventListener("change", () => {
-      hidden.value = Array.from(pick.selectedOptions).slice(0, 4).map((o) => o.value).join(",");
-    });
+  // Compare page: typing filters the list at once (the Find button does it without JS);
+  // the chart is drawn from the benchmark's API.
+  const filter = document.getElementById("pick-filter");
+  if (filter) {
+    const apply = () => {
+      const needle = filter.value.trim().toLowerCase();
+      document.querySelectorAll("#pick-list label.pick").forEach((label) => {
+        const ticked = label.querySelector("input").checked;
+        label.hidden = Boolean(needle) && !ticked && !label.dataset.search.includes(needle);
+      });
+    };
+    filter.addEventListener("input", apply);
+    filter.addEventListener("keydown", (e) => { if (e.key === "Enter") e.preventDefault(); });
+    apply();
   }
   const chart = document.getElementById("chart");
   if (chart && window.Plotly && chart.dataset.entries) {
-    fetch(`/api/v1/compare?entries=${encodeURIComponent(chart.dataset.entries)}`)
+    const slug = encodeURIComponent(chart.dataset.slug);
+    fetch(`/api/v1/benchmarks/${slug}/compare?entries=${encodeURIComponent(chart.dataset.entries)}`)
       .then((r) => r.json())
       .then((body) => {
         // The server puts every value on 0-1 with 1 the best (from the metric table), so the
@@ -58,8 +66,10 @@ document.addEventListener("DOMContentLoaded", () => {
           y: keys.map((k) => e.normalised[k] ?? null),
         }));
         window.Plotly.newPlot(chart, traces, {barmode: "group",
+          xaxis: {title: {text: "metric"}},
           yaxis: {range: [0, 1], title: {text: "normalised score (1 = best)"}},
-          margin: {t: 20}, legend: {orientation: "h"}}, {responsive: true, displaylogo: false});
+          margin: {t: 20, b: 110}, legend: {orientation: "h", y: -0.35}},
+          {responsive: true, displaylogo: false});
       });
   }
 });
