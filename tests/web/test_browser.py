@@ -85,6 +85,7 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     assert token.startswith("mvb_")
     shot(page, "account")
     page.goto(f"{live['url']}/b/medvidbench/submit")
+    assert "5 of 5 submissions left for the day" in page.locator("#quota-left").inner_text()
     page.fill("input[name=model_name]", "Browser Strong")
     page.set_input_files(
         "input[name=file]", str(live["data"] / "demo" / "medvidbench" / "predictions_strong.json")
@@ -142,6 +143,8 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
         timeout=120,
     )
     assert sent.returncode == 0, sent.stderr
+    # the default quota is 5 per day: the browser's submission and this one leave 3
+    assert "quota: 3 of 5 submissions left for the day" in sent.stderr
     offline = subprocess.run(
         [*cli, "evaluate", str(predictions), "--ground-truth", str(ground_truth), "--json"],
         capture_output=True,

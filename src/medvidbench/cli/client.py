@@ -81,6 +81,13 @@ def submit_file(
         console.print(
             f"accepted as submission {created['id']}: {base}{created['url']}", highlight=False
         )
+        left = response.headers.get("X-RateLimit-Remaining")
+        if left is not None:  # the server has quotas: say what is left of the tightest
+            console.print(
+                f"quota: {left} of {response.headers.get('X-RateLimit-Limit')} submissions left "
+                f"for the {response.headers.get('X-RateLimit-Window', 'period')}",
+                highlight=False,
+            )
         if not wait:
             return dict(created)
         deadline = time.monotonic() + timeout

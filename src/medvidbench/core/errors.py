@@ -162,10 +162,20 @@ class ConflictError(MedVidBenchError):
 
 
 class QuotaExceededError(MedVidBenchError):
-    """The team has used its submissions for the period."""
+    """The team has used its submissions for the period; ``retry_after`` says when one frees."""
 
     http_status = 429
     exit_code = 2
+
+    def __init__(self, message: str, retry_after: Any = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # a datetime (UTC), or None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.retry_after is not None:
+            out["retry_at"] = self.retry_after.isoformat(timespec="seconds")
+        return out
 
 
 class RateLimitedError(MedVidBenchError):

@@ -23,6 +23,7 @@ from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.submissions import (
     current_benchmark,
     list_submissions,
+    quota,
     submission_view,
     submit,
 )
@@ -213,6 +214,7 @@ async def receive_upload(upload: Any, runtime: Runtime) -> Path:
 
 async def create_submission(
     request: Request,
+    response: Response,
     rt: Rt,
     user: Annotated[User, Depends(deps.api_user)],
     file: Annotated[UploadFile, File(description="Prediction file (.json or .jsonl).")],
@@ -249,7 +251,36 @@ async def create_submission(
         )
     finally:
         received.unlink(missing_ok=True)
+    response.headers.update(rate_limit_headers(quota(rt, user, slug)))
     return SubmissionCreated(id=sub.id, status=sub.status, url=f"/submissions/{sub.id}")
+
+
+def rate_limit_headers(windows: list[Any]) -> dict[str, str]:
+    """``X-RateLimit-*`` of the tightest window that has a limit (none without quotas)."""
+    limited = [w for w in windows if w.limit]
+    if not limited:
+        return {}
+    tight = min(limited, key=lambda w: w.remaining)
+    headers = {
+        "X-RateLimit-Limit": str(tight.limit),
+        "X-RateLimit-Remaining": str(tight.remaining),
+        "X-RateLimit-Window": tight.period,
+    }
+    if tight.resets_at is not None:
+        headers["X-RateLimit-Reset"] = str(int(tight.resets_at.timestamp()))
+    return headers
+
+
+def my_quota(
+    rt: Rt, user: Annotated[User, Depends(deps.api_user)], slug: str | None = None
+) -> dict[str, Any]:
+    """Your (and your team's) submissions left on a benchmark, per rolling window, and when
+    the next one frees; a limit of 0 means no limit."""
+    definition = _definition(rt, slug)
+    return {
+        "benchmark": definition.slug,
+        "windows": [w.to_dict() for w in quota(rt, user, definition.slug)],
+    }
 
 
 @router.get("/submissions")
@@ -280,6 +311,7 @@ _SCOPED: tuple[tuple[str, str, Any, dict[str, Any]], ...] = (
     ("/boards/{kind}", "GET", board, {"response_model": None}),
     ("/entries/{entry_id}", "GET", entry, {}),
     ("/compare", "GET", compare, {}),
+    ("/quota", "GET", my_quota, {}),
     (
         "/submissions",
         "POST",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,12 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.exception_handler(MedVidBenchError)
     async def on_error(request: Request, exc: MedVidBenchError) -> Response:
-        return _error(request, exc.http_status, exc.message, exc.to_dict())
+        answer = _error(request, exc.http_status, exc.message, exc.to_dict())
+        retry_at = getattr(exc, "retry_after", None)  # a refused submission: when to try again
+        if retry_at is not None:
+            wait = int((retry_at - datetime.now(UTC)).total_seconds()) + 1
+            answer.headers["Retry-After"] = str(max(1, wait))
+        return answer
 
     @app.exception_handler(HTTPException)
     async def on_http(request: Request, exc: HTTPException) -> Response:

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
 from medvidbench.server.services import boards, catalogue
-from medvidbench.server.services.submissions import current_benchmark, submit
+from medvidbench.server.services.submissions import current_benchmark, quota, submit
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
 from medvidbench.server.web.deps import check_csrf, current_user
@@ -123,15 +123,18 @@ def submit_form(request: Request, slug: str) -> Response:
     user = current_user(request)
     # Anyone may read how to submit (format, example, limits, the validator); submitting
     # itself needs an account.
-    return page(request, "submit.html", slug=slug, user=user, **_quota(request, user))
+    return page(request, "submit.html", slug=slug, user=user, **_quota(request, user, slug))
 
 
-def _quota(request: Request, user: User | None) -> dict[str, Any]:
-    s = request.app.state.runtime.settings
+def _quota(request: Request, user: User | None, slug: str | None = None) -> dict[str, Any]:
+    rt = request.app.state.runtime
+    s = rt.settings
     return {
         "quota_day": s.quota_per_day,
         "quota_month": s.quota_per_month,
         "max_mib": s.max_submission_bytes / 2**20,
+        # what this submitter (and their team) has left, per rolling window
+        "windows": [w for w in quota(rt, user, slug) if w.limit] if user else [],
     }
 
 
@@ -158,7 +161,7 @@ async def submit_post(request: Request, slug: str) -> Response:
         )
     }
     received = None
-    again = {"slug": slug, "user": user, "values": values, **_quota(request, user)}
+    again = {"slug": slug, "user": user, "values": values, **_quota(request, user, slug)}
     try:
         if upload is None or isinstance(upload, str) or not upload.filename:
             raise UsageError("choose a prediction file to upload")
