@@ -80,12 +80,15 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     page.fill("input[name=team]", "Newcomer Lab")
     page.click("button:has-text('Create account')")
     page.wait_for_url("**/account")
+    assert "Your account is ready" in page.locator("#notice").inner_text()
+    assert "Newcomer Lab" in page.locator("#team-state").inner_text()
     page.click("button:has-text('Create token')")
     token = page.locator("#new-token").inner_text()
     assert token.startswith("mvb_")
     shot(page, "account")
     page.goto(f"{live['url']}/b/medvidbench/submit")
     assert "5 of 5 submissions left for the day" in page.locator("#quota-left").inner_text()
+    assert page.input_value("input[name=organisation]") == "Newcomer Lab"  # the team, prefilled
     page.fill("input[name=model_name]", "Browser Strong")
     page.set_input_files(
         "input[name=file]", str(live["data"] / "demo" / "medvidbench" / "predictions_strong.json")

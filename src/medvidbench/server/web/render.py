@@ -36,6 +36,22 @@ def templates() -> Environment:
     return env
 
 
+# The confirmations a page may show once after a redirect, by the code the request stored in
+# the session (fixed texts: nothing a user typed is shown).
+NOTICES = {
+    "signed-up": "Your account is ready, and you are logged in.",
+    "signed-up-waiting": "Your account is ready; an administrator must approve it before you "
+    "can submit.",
+    "logged-in": "You are logged in.",
+    "logged-out": "You are logged out.",
+}
+
+
+def notify(request: Request, code: str) -> None:
+    """Show a confirmation on the next page this browser opens."""
+    request.session["notice"] = code
+
+
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Render a page with what every page needs: the user, the CSRF token, the demo flag."""
     from medvidbench.server.web.deps import csrf_token, current_user
@@ -63,6 +79,8 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
             definition=definition,
             prefix=f"/b/{definition.slug}" if definition else None,
             several=len(rt.hosted) > 1,
+            # a one-time confirmation of what the previous request did (signed up, logged in)
+            notice=NOTICES.get(str(request.session.pop("notice", "")), ""),
             **context,
         )
     )

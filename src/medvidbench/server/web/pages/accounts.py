@@ -23,7 +23,7 @@ from medvidbench.server.web.deps import (
     log_out,
 )
 from medvidbench.server.web.pages.common import see as _see
-from medvidbench.server.web.render import page
+from medvidbench.server.web.render import notify, page
 
 router = APIRouter(include_in_schema=False)
 
@@ -59,6 +59,7 @@ async def login(request: Request) -> Response:
         return page(request, "login.html", status=401, next=target, error=exc.message)
     limiter.reset(key)
     log_in(request, user)
+    notify(request, "logged-in")
     return _see(target)
 
 
@@ -66,6 +67,7 @@ async def login(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     check_csrf(request, await request.form())
     log_out(request)
+    notify(request, "logged-out")
     return _see("/")
 
 
@@ -97,8 +99,10 @@ async def signup(request: Request) -> Response:
             status=exc.http_status,
             error=exc.message,
             username=str(form.get("username", "")),
+            team=str(form.get("team", "")),  # what was typed survives the error
         )
     log_in(request, user)
+    notify(request, "signed-up" if user.approved else "signed-up-waiting")
     return _see("/account")
 
 

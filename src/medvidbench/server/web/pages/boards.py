@@ -123,7 +123,21 @@ def submit_form(request: Request, slug: str) -> Response:
     user = current_user(request)
     # Anyone may read how to submit (format, example, limits, the validator); submitting
     # itself needs an account.
-    return page(request, "submit.html", slug=slug, user=user, **_quota(request, user, slug))
+    team = catalogue_team_name(request, user)
+    values = {"organisation": team} if team else None
+    return page(
+        request, "submit.html", slug=slug, user=user, values=values, **_quota(request, user, slug)
+    )
+
+
+def catalogue_team_name(request: Request, user: User | None) -> str:
+    """The submitter's team, the submit form's default organisation ("" without a team)."""
+    if user is None or user.team_id is None:
+        return ""
+    from medvidbench.server.services.teams import standing_of
+
+    team = standing_of(request.app.state.runtime, user).team
+    return team.name if team is not None else ""
 
 
 def _quota(request: Request, user: User | None, slug: str | None = None) -> dict[str, Any]:
