@@ -98,6 +98,9 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     page.wait_for_url("**/submissions/*")
     page.wait_for_selector("#timeline[data-status=scored]", timeout=60_000)  # live update
     assert "TAG_mIoU@0.3" in page.content()
+    page.click("#log summary")  # the submission's log, with times
+    log = page.locator("#log table").inner_text()
+    assert "received" in log and "validated: valid" in log and "scored (" in log
     shot(page, "submission")
     page.goto(f"{live['url']}/b/medvidbench/board/community")
     row = page.locator("table#board tbody tr").first

@@ -23,7 +23,7 @@ from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.core.evaluation import Report, evaluate
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
+from medvidbench.server.services import board_cache, events
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Board, Entry, Evaluation, Submission
 
@@ -57,6 +57,16 @@ def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
         claimed = bool(result.rowcount)  # type: ignore[attr-defined]
         if claimed:
             board_cache.bump_for_submission(session, submission_id)  # its status shows
+            attempt = session.scalar(
+                select(Submission.step_attempts).where(Submission.id == submission_id)
+            )
+            events.record(
+                session,
+                submission_id,
+                f"{step} started",
+                f"{'scoring' if step == 'score' else 'judging'} started"
+                + (f" (attempt {attempt})" if attempt and attempt > 1 else ""),
+            )
         return claimed
 
 
@@ -149,6 +159,9 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
                     statistics=report.statistics,
                 )
             )
+        events.record(
+            session, sub.id, "scored" if step == "score" else "judged", _done_message(step, report)
+        )
         if step == "score":
             _ensure_entry(session, sub)
             sub.scored_at = _now()
@@ -158,6 +171,22 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
             sub.finished_at = _now()
         board_cache.bump(session, sub.benchmark_id)
     return True
+
+
+def _done_message(step: str, report: Report) -> str:
+    """What a finished step did, in counts (no ground truth)."""
+    computed = sum(v is not None for v in report.metrics.values())
+    if step == "score":
+        scored = sum(1 for t in report.per_task.values() if t.get("status") == "scored")
+        return (
+            f"scored ({report.profile}, scorer {report.scorer_version}): {computed} metric(s) "
+            f"on {scored} task(s)" + (", with 95 % intervals" if report.statistics else "")
+        )
+    judge = report.judge or {}
+    return (
+        f"judged: {judge.get('pairs', 0):,} caption pairs, {judge.get('failures', 0):,} failed, "
+        f"{judge.get('cache_hits', 0):,} from the cache"
+    )
 
 
 def _ensure_entry(session: Any, sub: Submission) -> None:
@@ -211,6 +240,13 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         if sub is None:
             return "superseded"
         final = sub.step_attempts >= runtime.settings.job_max_attempts
+        events.record(
+            session,
+            sub.id,
+            "failed" if final else "error",
+            f"{'scoring' if step == 'score' else 'judging'} failed: {reason}"
+            + ("" if final else "; it will be retried"),
+        )
         sub.status = Status.FAILED if final else waiting
         sub.error, sub.lease_owner, sub.lease_until = reason, None, None
         board_cache.bump(session, sub.benchmark_id)

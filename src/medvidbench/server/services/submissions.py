@@ -29,7 +29,7 @@ from medvidbench.core.errors import (
 from medvidbench.core.statistics import public
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
+from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
 from medvidbench.server.services.teams import check_organisation
 from medvidbench.server.store.db import transaction
@@ -245,8 +245,17 @@ def submit(
     if not report.ok:
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
-            session.add(
-                Submission(**base, status=Status.REJECTED, error=reason[:4000], verdict="invalid")
+            rejected = Submission(
+                **base, status=Status.REJECTED, error=reason[:4000], verdict="invalid"
+            )
+            session.add(rejected)
+            session.flush()
+            events.record(session, rejected.id, "received", _received(report, size))
+            events.record(
+                session,
+                rejected.id,
+                "rejected",
+                f"invalid: {len(report.errors):,} problem(s); the first: {reason[:600]}",
             )
         raise InvalidSubmissionError(report.errors, filename)
     # Compressed and written before the transaction, which then only renames it: the database
@@ -269,6 +278,8 @@ def submit(
             session.flush()
             staged.replace(runtime.submission_path(sub.id))
             sub.stored = True
+            events.record(session, sub.id, "received", _received(report, size))
+            events.record(session, sub.id, "validated", _validated(report))
     except IntegrityError:
         raise ConflictError(
             "the model name or file was taken by a submission made at the same "
@@ -280,6 +291,19 @@ def submit(
 
     enqueue_score(runtime, sub.id)
     return sub
+
+
+def _received(report: Any, size: int) -> str:
+    return f"received {report.records:,} records ({size:,} bytes)"
+
+
+def _validated(report: Any) -> str:
+    warnings = len(report.warnings)
+    missing = f"; not submitted: {', '.join(report.missing_tasks)}" if report.missing_tasks else ""
+    return (
+        f"validated: {report.verdict}, {report.matched:,} predictions matched, "
+        f"{warnings:,} warning{'s' if warnings != 1 else ''}{missing}; queued for scoring"
+    )
 
 
 def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any]) -> None:
@@ -399,6 +423,8 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
         "statistics": public(ev.statistics) if ev else None,
+        # the steps with their times; error texts only for the submitter and staff
+        "log": events.log(runtime, sub.id, full=owner),
         "owner": owner,
     }
 

@@ -236,6 +236,21 @@ class JudgeCacheRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class SubmissionEvent(Base):
+    """A step of a submission's life, with its time: what its page's log shows (received,
+    validated with N warnings, scoring and judging started, scored, judged, errors). Messages
+    describe the submitted file and the work done, never the ground truth."""
+
+    __tablename__ = "submission_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    kind: Mapped[str] = mapped_column(String(30))
+    message: Mapped[str] = mapped_column(String(1000), default="")
+
+
 class AuditLog(Base):
     """Append-only: who did what to what, and when."""
 
