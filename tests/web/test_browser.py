@@ -72,7 +72,7 @@ def test_newcomer_path(live: dict[str, Any], browser: Any, tmp_path: Path) -> No
     page = browser.new_page(accept_downloads=True)
     page.goto(live["url"])
     assert page.locator("h1").inner_text() == "Official leaderboard"
-    assert page.locator("table#board tbody tr").count() == 19
+    assert page.locator("table#board tbody tr:not(.section)").count() == 19
     shot(page, "official-board")
     page.click("text=Sign up")
     page.fill("input[name=username]", "newcomer")
@@ -197,6 +197,12 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     page.goto(f"{live['url']}/b/medvidbench/board/official")
     promoted = page.locator("table#board tbody tr", has_text="Browser Strong")
     assert "verified" in promoted.inner_text()
+    # demo data: the promoted demo score is ranked apart from the reported real results
+    assert "Scored here, on the synthetic demo test set" in page.locator(
+        "#section-demo-scored"
+    ).inner_text()
+    assert page.locator("#section-demo-reported").is_visible()
+    shot(page, "official-board-demo-sections")
     page.goto(f"{live['url']}/admin")
     reported = page.locator("tr", has_text="Qwen3.5-4B").first
     reported.locator("input[name=confirm]").check()

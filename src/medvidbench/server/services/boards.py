@@ -60,6 +60,9 @@ class BoardRow:
     # rank's interval over the board's joint bootstrap replicates and its tie group; None with
     # the reason in ``interval_note`` (reported numbers have no per-item data).
     missing_tasks: list[str] = field(default_factory=list)  # tasks the file did not answer
+    # On a demo test set: "demo-scored" (ranked among themselves) or "demo-reported" (the real
+    # test set's published numbers, ranked apart); "" otherwise.
+    section: str = ""
     intervals: dict[str, list[float] | None] | None = None
     rank_interval: tuple[int, int] | None = None
     tie_group: int | None = None
@@ -84,9 +87,10 @@ def board_rows(
 def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     with runtime.sessions() as session:
         board = find_board(session, bench_id, kind)
-        definition = runtime.definition(
-            session.scalar(select(Benchmark.slug).where(Benchmark.id == bench_id))
-        )
+        slug, demo = session.execute(
+            select(Benchmark.slug, Benchmark.is_demo).where(Benchmark.id == bench_id)
+        ).one()
+        definition = runtime.definition(slug)
         # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.
         entries = session.execute(
             select(
@@ -125,17 +129,39 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
         metrics = dict.fromkeys(keys)
         metrics.update((ev.metrics if ev else e.reported_metrics) or {})
         raw.append((e, ev, {k: metrics.get(k) for k in keys}))
-    ranked = rank_rows(
-        [(i, e.model_name, m) for i, (e, _, m) in enumerate(raw)], definition.metrics
+    # On a demo test set, rows scored here (synthetic items) and reported ones (numbers on the
+    # real test set) cannot be compared: a board holding both ranks, and resamples, each part on
+    # its own.
+    parts = (
+        [
+            [i for i, (e, _, _) in enumerate(raw) if not e.reported],
+            [i for i, (e, _, _) in enumerate(raw) if e.reported],
+        ]
+        if demo and any(e.reported for e, _, _ in raw)
+        else [list(range(len(raw)))]
     )
-    uncertainty = _rank_uncertainty(
-        [(ev.statistics if ev else None, m, ev is None) for _, ev, m in raw],
-        [int(r.key) for r in ranked],  # type: ignore[call-overload]
-        definition,
-    )
+    ranked: list[Any] = []
+    uncertainty: list[dict[str, Any]] = [{} for _ in raw]
+    section = [""] * len(raw)
+    for n, part in enumerate(parts):
+        if not part:
+            continue
+        ranked_part = rank_rows(
+            [(i, raw[i][0].model_name, raw[i][2]) for i in part], definition.metrics
+        )
+        ranked += ranked_part
+        found = _rank_uncertainty(
+            [(_statistics(raw[i][1]), raw[i][2], raw[i][1] is None) for i in part],
+            [part.index(int(r.key)) for r in ranked_part],  # type: ignore[call-overload]
+            definition,
+        )
+        for j, i in enumerate(part):
+            uncertainty[i] = found[j]
+            if len(parts) > 1:
+                section[i] = ("demo-scored", "demo-reported")[n]
     rows = []
     for r in ranked:
-        e, ev, metrics = raw[int(r.key)]  # type: ignore[call-overload]
+        e, ev, metrics = raw[int(r.key)]
         sub = subs.get(e.submission_id) if e.submission_id else None
         badges = [
             b
@@ -173,10 +199,15 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 judge=ev.judge if ev else None,
                 source=e.source,
                 missing_tasks=list(sub.missing_tasks or []) if sub else [],
-                **uncertainty[int(r.key)],  # type: ignore[call-overload]
+                section=section[int(r.key)],
+                **uncertainty[int(r.key)],
             )
         )
     return rows
+
+
+def _statistics(evaluation: Any) -> dict[str, Any] | None:
+    return evaluation.statistics if evaluation is not None else None
 
 
 def _rank_uncertainty(

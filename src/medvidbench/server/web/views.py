@@ -16,21 +16,35 @@ PER_PAGE = 100  # keeps every page's HTML far under 300 KB on boards of thousand
 
 @dataclass(slots=True)
 class Column:
+    """A board column; best and second-best values per section (one section "" unless a demo
+    board ranks its parts apart)."""
+
     key: str
     title: str
-    best: float | None
-    second: float | None
+    best: dict[str, float | None]
+    second: dict[str, float | None]
     judged: bool
     percent: bool = False
     task: str = ""
 
 
-def _best_two(rows: list[BoardRow], metric: Metric) -> tuple[float | None, float | None]:
-    values = sorted(
-        {round(v, 3) for r in rows if (v := r.metrics.get(metric.key)) is not None},
-        reverse=metric.higher_is_better,
-    )
-    return (values[0] if values else None, values[1] if len(values) > 1 else None)
+def _best_two(
+    rows: list[BoardRow], metric: Metric
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    best: dict[str, float | None] = {}
+    second: dict[str, float | None] = {}
+    for section in {r.section for r in rows}:
+        values = sorted(
+            {
+                round(v, 3)
+                for r in rows
+                if r.section == section and (v := r.metrics.get(metric.key)) is not None
+            },
+            reverse=metric.higher_is_better,
+        )
+        best[section] = values[0] if values else None
+        second[section] = values[1] if len(values) > 1 else None
+    return best, second
 
 
 def board_context(
