@@ -198,9 +198,10 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     promoted = page.locator("table#board tbody tr", has_text="Browser Strong")
     assert "verified" in promoted.inner_text()
     # demo data: the promoted demo score is ranked apart from the reported real results
-    assert "Scored here, on the synthetic demo test set" in page.locator(
-        "#section-demo-scored"
-    ).inner_text()
+    assert (
+        "Scored here, on the synthetic demo test set"
+        in page.locator("#section-demo-scored").inner_text()
+    )
     assert page.locator("#section-demo-reported").is_visible()
     shot(page, "official-board-demo-sections")
     page.goto(f"{live['url']}/admin")
