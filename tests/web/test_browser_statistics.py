@@ -131,3 +131,34 @@ def test_intervals_rank_intervals_and_differences_in_the_browser(
     headers = page.locator("#compare-table thead th").all_inner_texts()
     assert headers[1:] == ["Interval Strong", "Interval Weak"]
     page.close()
+
+
+def test_the_board_fits_the_screen(stats_live: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    """At 1366 and 1920 px the official board (10 metrics) needs no scrolling; on a phone the
+    table scrolls inside its box, the page does not, and the model column stays in view."""
+    geometry = """() => {
+        const t = document.querySelector('table#board'), box = t.parentElement;
+        return {table: t.scrollWidth, box: box.clientWidth,
+                page: document.documentElement.scrollWidth, view: window.innerWidth};
+    }"""
+    for width in (1366, 1920):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(f"{stats_live['url']}/b/medvidbench/board/official")
+        g = page.evaluate(geometry)
+        assert g["table"] <= g["box"] and g["page"] <= g["view"], (width, g)
+        shot(page, f"board-fits-{width}")
+        page.close()
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(f"{stats_live['url']}/b/medvidbench/board/official")
+    g = phone.evaluate(geometry)
+    assert g["page"] <= g["view"] < g["table"]  # only the table scrolls
+    phone.evaluate(
+        "() => { document.querySelector('table#board').parentElement.scrollLeft = 400; }"
+    )
+    model = phone.locator("table#board tbody tr:not(.section) td.model").first.bounding_box()
+    box = phone.evaluate(
+        "() => document.querySelector('table#board').parentElement.getBoundingClientRect().left"
+    )
+    assert model is not None and abs(model["x"] - box) <= 1  # sticky: still at the left edge
+    shot(phone, "board-phone-scrolled")
+    phone.close()

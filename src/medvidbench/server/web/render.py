@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from medvidbench import __version__
 
@@ -32,6 +33,7 @@ def templates() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["metric"] = metric
+    env.filters["breakable"] = breakable
     env.globals["version"] = __version__
     return env
 
@@ -50,6 +52,11 @@ NOTICES = {
 def notify(request: Request, code: str) -> None:
     """Show a confirmation on the next page this browser opens."""
     request.session["notice"] = code
+
+
+def breakable(title: str) -> Markup:
+    """A column title that may wrap after "_" and before "@" (escaped, then break hints)."""
+    return escape(title).replace("_", Markup("_<wbr>")).replace("@", Markup("<wbr>@"))
 
 
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
