@@ -193,7 +193,8 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     )
     row.locator("form[action='/admin/promote'] input[name=confirm]").check()
     row.locator("button:has-text('Promote')").click()
-    page.wait_for_url("**/admin?benchmark=medvidbench")
+    page.wait_for_url("**/admin?benchmark=medvidbench#official")  # back where the admin was
+    assert "is on the official board" in page.locator("#notice").inner_text()
     page.goto(f"{live['url']}/b/medvidbench/board/official")
     promoted = page.locator("table#board tbody tr", has_text="Browser Strong")
     assert "verified" in promoted.inner_text()
@@ -208,7 +209,9 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     reported = page.locator("tr", has_text="Qwen3.5-4B").first
     reported.locator("input[name=confirm]").check()
     reported.locator("button:has-text('Remove')").click()
-    page.wait_for_url("**/admin?benchmark=medvidbench")
+    page.wait_for_url("**/admin?benchmark=medvidbench#official")
+    assert "is off the official board" in page.locator("#notice").inner_text()
+    shot(page, "admin-confirmation")
     audit = page.locator("#audit").inner_text()
     assert "entry.promote" in audit and "entry.remove" in audit
     page.goto(f"{live['url']}/b/medvidbench/board/official")

@@ -100,7 +100,10 @@ def create_user(
     )
     session.add(user)
     session.flush()
-    audit(session, actor, "user.create", f"user:{user.id}", username=username, role=role)
+    if actor is None and address:  # a web sign-up: the new user did it
+        audit(session, user, "user.signup", f"user:{user.id}", username=username, role=role)
+    else:
+        audit(session, actor, "user.create", f"user:{user.id}", username=username, role=role)
     if team:
         from medvidbench.server.services.teams import join_or_request
 

@@ -251,6 +251,14 @@ def submit(
             session.add(rejected)
             session.flush()
             events.record(session, rejected.id, "received", _received(report, size))
+            audit(
+                session,
+                user,
+                "submission.rejected",
+                f"submission:{rejected.id}",
+                model=name,
+                problems=len(report.errors),
+            )
             events.record(
                 session,
                 rejected.id,
@@ -280,6 +288,15 @@ def submit(
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
+            audit(
+                session,
+                user,
+                "submission.received",
+                f"submission:{sub.id}",
+                model=name,
+                records=report.records,
+                verdict=report.verdict,
+            )
     except IntegrityError:
         raise ConflictError(
             "the model name or file was taken by a submission made at the same "
@@ -423,6 +440,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
         "statistics": public(ev.statistics) if ev else None,
+        "hidden": sub.hidden,
         # the steps with their times; error texts only for the submitter and staff
         "log": events.log(runtime, sub.id, full=owner),
         "owner": owner,
@@ -440,3 +458,24 @@ def benchmark_of(runtime: Runtime, submission_id: int) -> str:
     if slug is None:
         raise NotFoundError(f"no submission {submission_id}")
     return str(slug)
+
+
+def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) -> None:
+    """Take a submission off every board, or put it back (admins; audited and logged)."""
+    require_role(actor, "admin")
+    with transaction(runtime.sessions) as session:
+        sub = session.get(Submission, submission_id)
+        if sub is None or sub.status == Status.DELETED:
+            raise NotFoundError(f"no submission {submission_id}")
+        sub.hidden = hidden
+        action = "hide" if hidden else "unhide"
+        audit(session, actor, f"submission.{action}", f"submission:{sub.id}")
+        events.record(
+            session,
+            sub.id,
+            "hidden" if hidden else "shown",
+            "hidden from the boards by an administrator"
+            if hidden
+            else "back on the boards (an administrator)",
+        )
+        board_cache.bump(session, sub.benchmark_id)

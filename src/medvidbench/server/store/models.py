@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
     true,
 )
@@ -155,6 +156,8 @@ class Submission(Base):
     file_sha256: Mapped[str] = mapped_column(String(64))
     file_size: Mapped[int] = mapped_column(Integer, default=0)
     stored: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Hidden by an administrator: off every board, page and scores kept; reversible.
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     record_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str] = mapped_column(String(20), default="")
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)

@@ -87,7 +87,8 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
             prefix=f"/b/{definition.slug}" if definition else None,
             several=len(rt.hosted) > 1,
             # a one-time confirmation of what the previous request did (signed up, logged in)
-            notice=NOTICES.get(str(request.session.pop("notice", "")), ""),
+            notice=NOTICES.get(str(request.session.pop("notice", "")), "")
+            or str(request.session.pop("notice_text", "")),
             **context,
         )
     )

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import (
     NotFoundError,
     UsageError,
 )
 from medvidbench.server.services import accounts, administration, boards, entries
-from medvidbench.server.services.submissions import benchmark_of, delete_submission
+from medvidbench.server.services.submissions import (
+    benchmark_of,
+    delete_submission,
+    set_hidden,
+)
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
     admin_user,
@@ -46,6 +52,7 @@ def admin(request: Request, benchmark: str = "") -> Response:
         profiles=definition.profiles,
         hosted=rt.hosted,
         has_tokens=seen.has_tokens,
+        judge_on=judge_wanted(rt.settings),
     )
 
 
@@ -66,7 +73,10 @@ async def admin_action(request: Request, action: str) -> Response:
     except ValueError as exc:
         raise UsageError(f"invalid value: {exc}") from None
     slug = rt.definition(value.get("benchmark") or None).slug
-    return _see(f"/admin?benchmark={slug}")
+    done, where = _DONE.get(action, ("Done.", ""))
+    # shown once on the admin page (escaped there); a field the form lacks reads as ""
+    request.session["notice_text"] = done.format_map(defaultdict(str, value))
+    return _see(f"/admin?benchmark={slug}{where}")
 
 
 def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
@@ -114,6 +124,25 @@ def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
     accounts.approve(rt, actor, f.get("username", ""))
 
 
+# What each action confirms, and the part of the page it returns to.
+_DONE: dict[str, tuple[str, str]] = {
+    "role": ("{username} is now {role}.", "#users"),
+    "approve": ("{username} is approved and may submit.", "#users"),
+    "promote": ("Submission {submission_id} is on the official board.", "#official"),
+    "add": ("{model_name} is on the official board as a reported result.", "#official"),
+    "remove": ("Entry {entry_id} is off the official board.", "#official"),
+    "hide": (
+        "Submission {submission_id} is hidden from every board (Unhide puts it back).",
+        "#submissions",
+    ),
+    "unhide": ("Submission {submission_id} is back on the boards.", "#submissions"),
+    "delete": (
+        "Submission {submission_id} is deleted (its record stays in the audit log).",
+        "#submissions",
+    ),
+    "rescore": ("Submission {submission_id}: {kind} queued.", "#submissions"),
+}
+
 _ADMIN: dict[str, Any] = {
     "role": _role,
     "approve": _approve,
@@ -121,5 +150,7 @@ _ADMIN: dict[str, Any] = {
     "add": _add,
     "remove": lambda rt, a, f: entries.remove_entry(rt, a, form_id(f.get("entry_id"))),
     "delete": lambda rt, a, f: delete_submission(rt, a, form_id(f.get("submission_id"))),
+    "hide": lambda rt, a, f: set_hidden(rt, a, form_id(f.get("submission_id")), True),
+    "unhide": lambda rt, a, f: set_hidden(rt, a, form_id(f.get("submission_id")), False),
     "rescore": _rescore,
 }
