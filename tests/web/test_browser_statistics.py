@@ -162,3 +162,31 @@ def test_the_board_fits_the_screen(stats_live: dict[str, Any], browser: Any) -> 
     assert model is not None and abs(model["x"] - box) <= 1  # sticky: still at the left edge
     shot(phone, "board-phone-scrolled")
     phone.close()
+
+
+def test_a_private_run_in_the_browser(stats_live: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(f"{stats_live['url']}/login?next=/b/medvidbench/submit")
+    page.fill("input[name=username]", "scientist")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/b/medvidbench/submit")
+    page.fill("input[name=model_name]", "Quiet Run")
+    page.check("input[name=visibility][value=private]")
+    page.set_input_files(
+        "input[name=file]",
+        str(stats_live["data"] / "demo" / "medvidbench" / "predictions_format-noisy.json"),
+    )
+    page.click("form button:has-text('Submit')")
+    page.wait_for_url("**/submissions/*")
+    page.wait_for_selector("#timeline[data-status=scored]", timeout=60_000)
+    assert "would rank" in page.locator("#would-rank").inner_text()
+    board = httpx.get(f"{stats_live['url']}/api/v1/boards/community").json()
+    assert "Quiet Run" not in [r["model_name"] for r in board]
+    shot(page, "private-run")
+    page.click("button:has-text('Publish')")
+    page.wait_for_selector("#notice")
+    assert "public" in page.locator("#notice").inner_text()
+    board = httpx.get(f"{stats_live['url']}/api/v1/boards/community").json()
+    assert "Quiet Run" in [r["model_name"] for r in board]
+    page.close()

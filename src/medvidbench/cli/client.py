@@ -48,6 +48,7 @@ def submit_file(
     wait: bool = False,
     timeout: float = 600.0,
     benchmark: str | None = None,
+    visibility: str = "public",
 ) -> dict[str, Any]:
     """Upload a prediction file to ``benchmark`` (a slug; None: the server's default);
     with ``wait``, poll until final and print the scores."""
@@ -71,6 +72,7 @@ def submit_file(
                     "model_name": model_name,
                     "organisation": organisation,
                     "model_url": model_url,
+                    "visibility": visibility,
                 },
             )
         except httpx.HTTPError as exc:

@@ -318,10 +318,26 @@ def submit_cmd(
             help="Benchmark slug on the server (default: the server's default benchmark).",
         ),
     ] = None,
+    private: Annotated[
+        bool,
+        typer.Option(
+            "--private",
+            help="Score it without publishing: only you see it, and where it would rank.",
+        ),
+    ] = False,
 ) -> None:
     """Upload predictions to a leaderboard server (and wait for the scores)."""
     from medvidbench.cli.client import submit_file
 
     submit_file(
-        predictions, server, token, model_name, organisation, model_url, wait, timeout, benchmark
+        predictions,
+        server,
+        token,
+        model_name,
+        organisation,
+        model_url,
+        wait,
+        timeout,
+        benchmark,
+        visibility="private" if private else "public",
     )

@@ -119,11 +119,13 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                     Submission.missing_tasks,
                     Submission.created_at,
                     Submission.hidden,
+                    Submission.visibility,
                 ).where(Submission.id.in_(ids[start : start + 500]))
             )
         }
-        # a submission an administrator hid is off every board (its page and scores are kept)
-        hidden = {i for i, s in subs.items() if s.hidden}
+        # a submission an administrator hid, or its submitter made private or withdrew, is off
+        # every board (its page and scores are kept)
+        hidden = {i for i, s in subs.items() if s.hidden or s.visibility != "public"}
         entries = [e for e in entries if e.submission_id not in hidden]
         evals = current_evaluations(session, ids, definition)
     keys = definition.metric_keys

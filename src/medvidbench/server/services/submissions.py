@@ -190,6 +190,7 @@ def submit(
     settings: dict[str, Any] | None = None,
     filename: str = "",
     benchmark: str | None = None,
+    visibility: str = "public",
 ) -> Submission:
     """Check a prediction file at once and queue it for scoring on ``benchmark`` (a slug;
     None: the default benchmark).
@@ -201,6 +202,8 @@ def submit(
         QuotaExceededError: the team has no submissions left for the period.
     """
     require_role(user, "submitter", "maintainer")
+    if visibility not in ("public", "private"):
+        raise UsageError(f"visibility must be public or private; got {visibility!r}")
     if not user.approved:
         raise PermissionDeniedError(
             "your account waits for an administrator's approval; you can submit once approved"
@@ -278,6 +281,7 @@ def submit(
             base["team_id"] = holder.team_id  # the team charged is the one locked
             sub = Submission(
                 **base,
+                visibility=visibility,
                 status=Status.QUEUED,
                 verdict=report.verdict,
                 missing_tasks=report.missing_tasks,
@@ -296,6 +300,7 @@ def submit(
                 model=name,
                 records=report.records,
                 verdict=report.verdict,
+                visibility=visibility,
             )
     except IntegrityError:
         raise ConflictError(
@@ -361,7 +366,8 @@ def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = N
         if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
         staff = viewer is not None and viewer.role in ("admin", "maintainer")
-        if not staff and sub.status in PRIVATE and (viewer is None or viewer.id != sub.user_id):
+        private = sub.status in PRIVATE or sub.visibility != "public"
+        if not staff and private and (viewer is None or viewer.id != sub.user_id):
             raise NotFoundError(f"no submission {submission_id}")
         return sub
 
@@ -441,6 +447,11 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
         "statistics": public(ev.statistics) if ev else None,
         "hidden": sub.hidden,
+        "visibility": sub.visibility,
+        # where a private run would rank among the public ones (its submitter's view)
+        "would_rank": would_rank(runtime, sub.id, ev.metrics)
+        if ev and owner and sub.visibility == "private"
+        else None,
         # the steps with their times; error texts only for the submitter and staff
         "log": events.log(runtime, sub.id, full=owner),
         "owner": owner,
@@ -479,3 +490,48 @@ def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) 
             else "back on the boards (an administrator)",
         )
         board_cache.bump(session, sub.benchmark_id)
+
+
+VISIBILITY_CHANGES = {"public": "publish", "private": "unpublish", "withdrawn": "withdraw"}
+_VISIBILITY_EVENTS = {
+    "public": ("published", "made public: on the boards"),
+    "private": ("unpublished", "made private: off the boards, seen by its submitter and staff"),
+    "withdrawn": ("withdrawn", "withdrawn by its submitter: off every board for good"),
+}
+
+
+def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility: str) -> None:
+    """The submitter (or staff) publishes, unpublishes or withdraws a submission. Withdrawn is
+    final: off every board for good, the record kept for the audit trail."""
+    if visibility not in VISIBILITY_CHANGES:
+        raise UsageError(
+            f"visibility must be one of {', '.join(VISIBILITY_CHANGES)}; got {visibility!r}"
+        )
+    with transaction(runtime.sessions) as session:
+        sub = session.get(Submission, submission_id)
+        staff = user.role in ("admin", "maintainer")
+        if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
+            raise NotFoundError(f"no submission {submission_id}")
+        if sub.visibility == "withdrawn":
+            raise ConflictError("this submission was withdrawn; a withdrawal is final")
+        if sub.visibility == visibility:
+            return
+        sub.visibility = visibility
+        audit(session, user, f"submission.{VISIBILITY_CHANGES[visibility]}", f"submission:{sub.id}")
+        events.record(session, sub.id, *_VISIBILITY_EVENTS[visibility])
+        board_cache.bump(session, sub.benchmark_id)
+
+
+def would_rank(runtime: Runtime, submission_id: int, metrics: dict[str, Any]) -> tuple[int, int]:
+    """Where a private submission would rank on its benchmark's community board."""
+    from medvidbench.core.ranking import rank_rows
+    from medvidbench.server.services.boards import board_rows
+
+    slug = benchmark_of(runtime, submission_id)
+    definition = runtime.definition(slug)
+    rows = [
+        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
+    ]
+    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
+    rank = next(r.rank for r in ranked if r.key == "this")
+    return rank, len(ranked)

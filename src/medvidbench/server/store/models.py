@@ -158,6 +158,9 @@ class Submission(Base):
     stored: Mapped[bool] = mapped_column(Boolean, default=False)
     # Hidden by an administrator: off every board, page and scores kept; reversible.
     hidden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The submitter's choice: public (on the boards), private (scored, seen by them and staff
+    # only: where it would rank), withdrawn (off every board for good; kept for the audit).
+    visibility: Mapped[str] = mapped_column(String(12), default="public", server_default="public")
     record_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str] = mapped_column(String(20), default="")
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)

@@ -24,6 +24,7 @@ from medvidbench.server.services.submissions import (
     current_benchmark,
     list_submissions,
     quota,
+    set_visibility,
     submission_view,
     submit,
 )
@@ -225,6 +226,9 @@ async def create_submission(
     frames: Annotated[str, Form()] = "",
     prompting: Annotated[str, Form()] = "",
     revision: Annotated[str, Form()] = "",
+    visibility: Annotated[
+        str, Form(description="public (on the boards once scored) or private (you only)")
+    ] = "public",
     slug: str | None = None,
 ) -> SubmissionCreated:
     """Upload predictions: checked at once (422 with every problem), then scored."""
@@ -248,6 +252,7 @@ async def create_submission(
             settings=info,
             filename=file.filename or "",
             benchmark=slug,
+            visibility=visibility,
         )
     finally:
         received.unlink(missing_ok=True)
@@ -296,6 +301,18 @@ def my_submissions(rt: Rt, user: Annotated[User, Depends(deps.api_user)]) -> lis
         }
         for s in list_submissions(rt, user)
     ]
+
+
+@router.post("/submissions/{submission_id}/visibility")
+def change_visibility(
+    rt: Rt,
+    submission_id: deps.DbId,
+    user: Annotated[User, Depends(deps.api_user)],
+    visibility: Annotated[str, Form(description="public, private or withdrawn (final)")],
+) -> dict[str, Any]:
+    """Publish, unpublish or withdraw your submission (withdrawn: off every board for good)."""
+    set_visibility(rt, user, submission_id, visibility)
+    return {"id": submission_id, "visibility": visibility}
 
 
 @router.get("/submissions/{submission_id}")

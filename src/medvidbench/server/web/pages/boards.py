@@ -172,6 +172,7 @@ async def submit_post(request: Request, slug: str) -> Response:
             "frames",
             "prompting",
             "revision",
+            "visibility",
         )
     }
     received = None
@@ -191,6 +192,7 @@ async def submit_post(request: Request, slug: str) -> Response:
             model_url=values["model_url"] or None,
             contact=values["contact"] or None,
             settings=settings,
+            visibility=values["visibility"] or "public",
             filename=upload.filename,
             benchmark=slug,
         )

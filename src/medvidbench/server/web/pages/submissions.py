@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
-from medvidbench.core.errors import NotFoundError
+from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.services.items import BUCKETS, attribution, item_image, item_page
-from medvidbench.server.services.submissions import submission_view
-from medvidbench.server.web.deps import DbId, current_user
+from medvidbench.server.services.submissions import set_visibility, submission_view
+from medvidbench.server.web.deps import DbId, check_csrf, current_user
+from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
 
 router = APIRouter(include_in_schema=False)
@@ -22,6 +23,26 @@ def submission_page(request: Request, submission_id: DbId) -> Response:
     return page(
         request, "submission.html", sub=view, metrics=definition.metrics, definition=definition
     )
+
+
+@router.post("/submissions/{submission_id}/visibility")
+async def visibility_form(request: Request, submission_id: DbId) -> Response:
+    """The submitter publishes, unpublishes or withdraws their submission from its page."""
+    user = current_user(request)
+    if user is None:
+        return see(f"/login?next=/submissions/{submission_id}")
+    form = await request.form()
+    check_csrf(request, form)
+    wanted = str(form.get("visibility", ""))
+    if wanted == "withdrawn" and form.get("confirm") != "yes":
+        raise UsageError("tick the confirmation box to withdraw: a withdrawal is final")
+    set_visibility(request.app.state.runtime, user, submission_id, wanted)
+    request.session["notice_text"] = {
+        "public": "Your submission is public: it is on the boards.",
+        "private": "Your submission is private: it is off the boards.",
+        "withdrawn": "Your submission is withdrawn: off every board for good.",
+    }[wanted]
+    return see(f"/submissions/{submission_id}")
 
 
 @router.get("/submissions/{submission_id}/items", response_class=HTMLResponse)
