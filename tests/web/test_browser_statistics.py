@@ -190,3 +190,56 @@ def test_a_private_run_in_the_browser(stats_live: dict[str, Any], browser: Any) 
     board = httpx.get(f"{stats_live['url']}/api/v1/boards/community").json()
     assert "Quiet Run" in [r["model_name"] for r in board]
     page.close()
+
+
+def test_earlier_polish_in_the_browser(stats_live: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    """Reported rows' dates (7), one message for a ground-truth upload (12), why samples were
+    not scored (13), the About page's links, wrapping citation and reported sources (15)."""
+    url = stats_live["url"]
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(f"{url}/b/medvidbench/board/official")
+    headers = page.locator("table#board thead tr:not(.groups) th").all_inner_texts()
+    assert "Date" in headers and "Verified" not in headers
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    dates = page.locator("table#board tbody tr:not(.section) td.date").all_inner_texts()
+    assert today not in dates  # a reported row shows its source's date, or nothing
+    page.locator("table#board a.source").first.click()
+    page.wait_for_url("**/about#reported")
+    assert page.locator("#reported").is_visible()
+    for name in ("Paper", "Dataset", "Code"):
+        assert page.locator("a", has_text=name).count() >= 1, name
+    fits = page.evaluate(
+        "() => { const c = document.querySelector('pre.cite');"
+        " return c.scrollWidth <= c.clientWidth + 1; }"
+    )
+    assert fits  # the citation wraps instead of overflowing
+    shot(page, "about-sources")
+
+    page.goto(f"{url}/login?next=/b/medvidbench/submit")
+    page.fill("input[name=username]", "scientist")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/b/medvidbench/submit")
+    page.fill("input[name=model_name]", "Not Predictions")
+    page.set_input_files(
+        "input[name=file]", str(stats_live["data"] / "demo" / "medvidbench" / "ground_truth.json")
+    )
+    page.click("form button:has-text('Submit')")
+    page.wait_for_selector("#problems")
+    assert page.locator("#problems li").count() == 1
+    assert "this looks like a ground-truth file" in page.locator("#problems").inner_text()
+    shot(page, "submit-ground-truth")
+
+    page.fill("input[name=model_name]", "Word Salad")
+    page.set_input_files(
+        "input[name=file]",
+        str(stats_live["data"] / "demo" / "medvidbench" / "predictions_garbage.json"),
+    )
+    page.click("form button:has-text('Submit')")
+    page.wait_for_url("**/submissions/*")
+    page.wait_for_selector("#timeline[data-status=scored]", timeout=60_000)
+    reasons = " ".join(page.locator("small.why").all_inner_texts())
+    assert "not scored: reference label not in the class list" in reasons  # NAP's, as asked
+    assert "not scored: no N/5 score found" in reasons
+    shot(page, "submission-not-scored")
+    page.close()
