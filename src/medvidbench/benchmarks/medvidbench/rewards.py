@@ -32,8 +32,8 @@ import numpy as np
 from medvidbench.benchmarks.medvidbench.datasets import canonical_dataset
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.tasks import dvc
+from medvidbench.benchmarks.medvidbench.tasks.captions import strict_matches
 from medvidbench.benchmarks.medvidbench.tasks.registry import task_for_qa_type
-from medvidbench.benchmarks.medvidbench.tasks.tal import assign
 from medvidbench.core.rewards import RewardSpec, TaskReward
 from medvidbench.core.scoring import SampleResult
 
@@ -171,23 +171,17 @@ def _whole_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: A
     return out
 
 
-def _iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = (a[1] - a[0]) + (b[1] - b[0]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def _event_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: Any) -> np.ndarray:
-    """DVC: per threshold, matched events' caption similarity, 0 per missed or invented event."""
+    """DVC: per threshold, the events strict-v2's DVC_llm matches (:func:`strict_matches`), each
+    pair contributing its captions' similarity and each missed or invented event 0."""
     plans = []
     captions: set[str] = set()
     for item, text in zip(items, texts, strict=True):
         gt, pred = dvc.truth(item.structure()), dvc.parse(text, strict=True)
         per_theta = []
         for theta in dvc.THRESHOLDS:
-            table = [[v if (v := _iou(e[:2], g[:2])) >= theta else 0.0 for g in gt] for e in pred]
-            pairs = assign(table) if pred and gt else []
-            per_theta.append((pairs, len(gt) + len(pred) - 2 * len(pairs)))
+            pairs, unmatched = strict_matches(pred, gt, theta)
+            per_theta.append((pairs, unmatched))
             for i, j in pairs:
                 captions.update((pred[i][2], gt[j][2]))
         plans.append((gt, pred, per_theta))

@@ -122,6 +122,16 @@ def plan(
     return CaptionPlan(task, CAPTION_TASKS[task], planned, list(requests.values()))
 
 
+def strict_matches(
+    pred: Sequence[dvc.Event], gt: Sequence[dvc.Event], theta: float
+) -> tuple[list[tuple[int, int]], int]:
+    """strict-v2's event matching at one threshold: the optimal one-to-one pairs of IoU >= θ,
+    and how many events (missed GT and invented predicted) stay unmatched."""
+    gated = [[v if (v := _iou(e[:2], g[:2])) >= theta else 0.0 for g in gt] for e in pred]
+    pairs = assign(gated) if pred and gt else []
+    return pairs, len(gt) + len(pred) - 2 * len(pairs)
+
+
 def _plan_dvc(p: Planned, s: Any, text: str, profile: Profile, request: Any) -> None:
     gt = dvc.truth(s.structure())
     pred = dvc.parse(text, profile.strict)
@@ -129,13 +139,12 @@ def _plan_dvc(p: Planned, s: Any, text: str, profile: Profile, request: Any) -> 
         p.dropped = True
         return
     for theta in THRESHOLDS:
-        table = [[_iou(e[:2], g[:2]) for g in gt] for e in pred]
         if profile.strict:
-            gated = [[v if v >= theta else 0.0 for v in row] for row in table]
-            pairs = assign(gated) if pred else []
+            pairs, unmatched = strict_matches(pred, gt, theta)
             p.keys_by_theta[theta] = [request(pred[i][2], gt[j][2]) for i, j in pairs]
-            p.unmatched_by_theta[theta] = len(gt) + len(pred) - 2 * len(pairs)
+            p.unmatched_by_theta[theta] = unmatched
             continue
+        table = [[_iou(e[:2], g[:2]) for g in gt] for e in pred]
         keys = []
         for i, row in enumerate(table):
             best = max(range(len(gt)), key=lambda j: row[j])  # first of equal IoUs, as upstream
