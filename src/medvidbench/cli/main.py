@@ -203,12 +203,10 @@ def evaluate(
     from medvidbench.core.evaluation import evaluate as run
     from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
-    if judge not in ("none", "openai"):
-        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
     bench = benchmarks.get(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
     limit = max_bytes or DEFAULT_MAX_BYTES
-    llm = _judge(judge_model, judge_cache, bench) if judge == "openai" else None
+    llm = _judge(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth, limit)
     matched = bench.validate_submission(predictions, gt, limit)
     if not matched.report.ok:
@@ -259,8 +257,13 @@ def _options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _judge(model: str | None, cache: Path | None, bench: Any) -> Any:
-    """The LLM judge the settings describe (imported only for a run that judges)."""
+def _judge(judge: str, model: str | None, cache: Path | None, bench: Any) -> Any:
+    """The ``--judge`` option's judge: None for ``none``; for ``openai`` the one the settings
+    describe (the client is imported only for a run that judges)."""
+    if judge not in ("none", "openai"):
+        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    if judge == "none":
+        return None
     from medvidbench.library import judge_from_settings
 
     return judge_from_settings(bench, model, cache)

@@ -41,12 +41,6 @@ Option = Annotated[
 ]
 
 
-def _llm(judge: str, model: str | None, cache: Path | None, bench: Any) -> Any:
-    if judge not in ("none", "openai"):
-        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
-    return _judge(model, cache, bench) if judge == "openai" else None
-
-
 @rewards_app.command()
 @friendly
 def prepare(
@@ -157,7 +151,7 @@ def fit(
     from medvidbench.rewards import fit as run
 
     bench = benchmarks.get(benchmark)
-    llm = _llm(judge, judge_model, judge_cache, bench)
+    llm = _judge(judge, judge_model, judge_cache, bench)
     stats = run(
         predictions,
         ground_truth,
@@ -196,11 +190,10 @@ def score(
     import numpy as np
 
     from medvidbench import benchmarks
-    from medvidbench.rewards import Rewarder, spec_of
+    from medvidbench.rewards import Rewarder, answered_rows
 
     bench = benchmarks.get(benchmark)
-    spec = spec_of(bench)
-    llm = _llm(judge, judge_model, judge_cache, bench)
+    llm = _judge(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth)
     matched = bench.validate_submission(predictions, gt, name=str(predictions))
     if not matched.report.ok:
@@ -208,26 +201,18 @@ def score(
 
         print_validation(matched.report, Console(stderr=True))
         raise typer.Exit(2)
-    items = list(gt.samples)
-    extras = spec.row_extras(items)
-    keep = [
-        i
-        for i, p in enumerate(matched.predictions)
-        if p is not None and items[i].task in spec.tasks
-    ]
+    rows, answers = answered_rows(bench, gt, matched)
     rewarder = Rewarder(
         stats,
         k=k,
         judge=llm,
         options={bench.slug: {**matched.options, **_options(option or [])}},
     )
-    out = rewarder.score_items(
-        [(bench.slug, items[i], extras[i]) for i in keep], [matched.predictions[i] for i in keep]
-    )
+    out = rewarder.score_items(rows, answers)
     groups: dict[tuple[str, str], list[int]] = {}
-    for n, i in enumerate(keep):
-        groups.setdefault((items[i].task, items[i].dataset), []).append(n)
-    rows = [
+    for n, (_, item, _) in enumerate(rows):
+        groups.setdefault((item.task, item.dataset), []).append(n)
+    means = [
         {
             "task": task,
             "dataset": dataset,
@@ -238,12 +223,12 @@ def score(
         for (task, dataset), members in sorted(groups.items())
     ]
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(means, indent=2) + "\n")
         return
     from rich.table import Table
 
     table = Table("task", "dataset", "n", "mean raw", "mean reward")
-    for r in rows:
+    for r in means:
         table.add_row(
             str(r["task"]), str(r["dataset"]), str(r["n"]), f"{r['raw']:.3f}", f"{r['reward']:.3f}"
         )

@@ -200,6 +200,27 @@ class Bootstrap:
         return out
 
     @staticmethod
+    def stamp(data: Mapping[str, Any] | None) -> tuple[Any, Any, Any] | None:
+        """What makes two stored bootstraps pair up (replicates, seed, clusters); None without
+        stored replicates."""
+        if not data or "values" not in data:
+            return None
+        return data["replicates"], data["seed"], data.get("clusters")
+
+    @staticmethod
+    def aligned(data: Mapping[str, Any], keys: Sequence[str]) -> np.ndarray:
+        """Stored replicates as replicates x ``keys`` (NaN for a key it does not hold)."""
+        got = Bootstrap.replicates_of(data)
+        assert got is not None, "no replicates stored"
+        stored, values = got
+        out = np.full((values.shape[0], len(keys)), np.nan)
+        where = {k: j for j, k in enumerate(stored)}
+        for n, key in enumerate(keys):
+            if key in where:
+                out[:, n] = values[:, where[key]]
+        return out
+
+    @staticmethod
     def replicates_of(data: Mapping[str, Any]) -> tuple[list[str], np.ndarray] | None:
         """The stored replicates of a ``to_dict(with_replicates=True)`` document."""
         if "values" not in data or "keys" not in data:

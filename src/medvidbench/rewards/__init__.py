@@ -428,6 +428,22 @@ class Rewarder:
         )
 
 
+def answered_rows(
+    bench: Benchmark, gt: Any, matched: Any
+) -> tuple[list[tuple[str, Any, dict[str, Any]]], list[Any]]:
+    """The (slug, item, extras) rows and answers of the items a matched prediction file
+    answers, on the tasks that have a reward, in test-set order."""
+    spec = spec_of(bench)
+    items = list(gt.samples)
+    extras = spec.row_extras(items)
+    keep = [
+        i
+        for i, answer in enumerate(matched.predictions)
+        if answer is not None and items[i].task in spec.tasks
+    ]
+    return [(bench.slug, items[i], extras[i]) for i in keep], [matched.predictions[i] for i in keep]
+
+
 def fit(
     predictions: str | Path | bytes,
     ground_truth: str | Path | bytes,
@@ -459,24 +475,19 @@ def fit(
             f"the reference predictions do not match the ground truth: {shown}{more}; "
             "`medvidbench validate` lists every problem"
         )
-    items = list(gt.samples)
-    extras = spec.row_extras(items)
-    answers = matched.predictions
-    keep = [i for i, t in enumerate(answers) if t is not None and items[i].task in spec.tasks]
-    if not keep:
+    rows, answers = answered_rows(bench, gt, matched)
+    if not rows:
         raise UsageError("the reference predictions answer no item of a task with a reward")
     rewarder = Rewarder(
         judge=judge, options={bench.slug: {**matched.options, **(options or {})}}, embedder=embedder
     )
-    out = rewarder.score_items(
-        [(bench.slug, items[i], extras[i]) for i in keep], [answers[i] for i in keep]
-    )
+    out = rewarder.score_items(rows, answers)
     values: dict[tuple[str, str, str], list[float]] = {}
-    for n, i in enumerate(keep):
+    for n, (_, item, _) in enumerate(rows):
         for name in (SCORE, SIMILARITY, JUDGE):
             v = out.terms[name][n]
             if not np.isnan(v):
-                values.setdefault((items[i].task, items[i].dataset, name), []).append(float(v))
+                values.setdefault((item.task, item.dataset, name), []).append(float(v))
     return RewardStats.fit(
         bench.slug,
         bench.scorer_version,
@@ -486,7 +497,7 @@ def fit(
         {
             "predictions": Path(name).name if name else "",
             "ground_truth_sha256": gt.sha256,
-            "rows": len(keep),
+            "rows": len(rows),
             "judge": judge.config.config_id if judge is not None else None,
             "similarity_model": "all-MiniLM-L6-v2",
         },

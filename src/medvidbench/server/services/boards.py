@@ -233,32 +233,25 @@ def _rank_uncertainty(
     from medvidbench.core.statistics import Bootstrap, rank_intervals, tie_groups
 
     keys = list(definition.metric_keys)
-    stamps = Counter(
-        (s["replicates"], s["seed"], s.get("clusters")) for s, _, _ in raw if s and "values" in s
-    )
+    stamps = Counter(stamp for s, _, _ in raw if (stamp := Bootstrap.stamp(s)) is not None)
     out: list[dict[str, Any]] = [{} for _ in raw]
     if not stamps:
         for i, (stats, _, reported) in enumerate(raw):
             out[i]["interval_note"] = _why_not(stats, reported)
         return out
-    (reps, seed, clusters), _ = stamps.most_common(1)[0]
-    values = np.full((len(raw), reps, len(keys)), np.nan)
+    board_stamp, _ = stamps.most_common(1)[0]
+    values = np.full((len(raw), board_stamp[0], len(keys)), np.nan)
     for i, (stats, metrics, reported) in enumerate(raw):
         fixed = np.array([np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys])  # type: ignore[arg-type]
         values[i] = fixed
-        joint = stats and (stats["replicates"], stats["seed"], stats.get("clusters")) == (
-            reps,
-            seed,
-            clusters,
-        )
-        got = Bootstrap.replicates_of(stats) if joint and stats else None
-        if got is None:
+        if stats is None or Bootstrap.stamp(stats) != board_stamp:
             out[i]["interval_note"] = _why_not(stats, reported)
             continue
-        for j, key in enumerate(got[0]):
-            if key in keys and metrics.get(key) is not None:
-                values[i, :, keys.index(key)] = got[1][:, j]
-        out[i]["intervals"] = stats["intervals"] if stats else None
+        present = [
+            j for j, k in enumerate(keys) if metrics.get(k) is not None and k in stats["keys"]
+        ]
+        values[i][:, present] = Bootstrap.aligned(stats, keys)[:, present]
+        out[i]["intervals"] = stats["intervals"]
     _, bounds = rank_intervals(values, definition.metrics)
     groups = tie_groups(order, bounds)
     for n, i in enumerate(order):
@@ -302,17 +295,8 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
     first, base = rows[0], stats[0]
     out = []
     for row, other in zip(rows[1:], stats[1:], strict=True):
-        a = Bootstrap.replicates_of(base) if base else None
-        b = Bootstrap.replicates_of(other) if other else None
-        same = (
-            a is not None
-            and b is not None
-            and base is not None
-            and other is not None
-            and (base["replicates"], base["seed"], base.get("clusters"))
-            == (other["replicates"], other["seed"], other.get("clusters"))
-        )
-        if not same or a is None or b is None:
+        shared = Bootstrap.stamp(base)
+        if base is None or other is None or shared is None or shared != Bootstrap.stamp(other):
             reason = (
                 "reported numbers come without per-item results"
                 if first.submission_id is None or row.submission_id is None
@@ -323,14 +307,7 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
                 Comparison(first.model_name, row.model_name, [], f"no paired interval: {reason}")
             )
             continue
-        va = np.full((a[1].shape[0], len(keys)), np.nan)
-        vb = np.full_like(va, np.nan)
-        for j, k in enumerate(a[0]):
-            if k in keys:
-                va[:, keys.index(k)] = a[1][:, j]
-        for j, k in enumerate(b[0]):
-            if k in keys:
-                vb[:, keys.index(k)] = b[1][:, j]
+        va, vb = Bootstrap.aligned(base, keys), Bootstrap.aligned(other, keys)
         out.append(
             Comparison(
                 first.model_name, row.model_name, paired(vb, va, keys, row.metrics, first.metrics)
