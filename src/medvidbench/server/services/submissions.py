@@ -32,6 +32,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
 from medvidbench.server.services.teams import check_organisation
+from medvidbench.server.services.visibility import would_rank
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Board, Entry, Submission, Team, User
 
@@ -449,7 +450,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "hidden": sub.hidden,
         "visibility": sub.visibility,
         # where a private run would rank among the public ones (its submitter's view)
-        "would_rank": would_rank(runtime, sub.id, ev.metrics)
+        "would_rank": would_rank(runtime, definition.slug, ev.metrics)
         if ev and owner and sub.visibility == "private"
         else None,
         # the steps with their times; error texts only for the submitter and staff
@@ -469,69 +470,3 @@ def benchmark_of(runtime: Runtime, submission_id: int) -> str:
     if slug is None:
         raise NotFoundError(f"no submission {submission_id}")
     return str(slug)
-
-
-def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) -> None:
-    """Take a submission off every board, or put it back (admins; audited and logged)."""
-    require_role(actor, "admin")
-    with transaction(runtime.sessions) as session:
-        sub = session.get(Submission, submission_id)
-        if sub is None or sub.status == Status.DELETED:
-            raise NotFoundError(f"no submission {submission_id}")
-        sub.hidden = hidden
-        action = "hide" if hidden else "unhide"
-        audit(session, actor, f"submission.{action}", f"submission:{sub.id}")
-        events.record(
-            session,
-            sub.id,
-            "hidden" if hidden else "shown",
-            "hidden from the boards by an administrator"
-            if hidden
-            else "back on the boards (an administrator)",
-        )
-        board_cache.bump(session, sub.benchmark_id)
-
-
-VISIBILITY_CHANGES = {"public": "publish", "private": "unpublish", "withdrawn": "withdraw"}
-_VISIBILITY_EVENTS = {
-    "public": ("published", "made public: on the boards"),
-    "private": ("unpublished", "made private: off the boards, seen by its submitter and staff"),
-    "withdrawn": ("withdrawn", "withdrawn by its submitter: off every board for good"),
-}
-
-
-def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility: str) -> None:
-    """The submitter (or staff) publishes, unpublishes or withdraws a submission. Withdrawn is
-    final: off every board for good, the record kept for the audit trail."""
-    if visibility not in VISIBILITY_CHANGES:
-        raise UsageError(
-            f"visibility must be one of {', '.join(VISIBILITY_CHANGES)}; got {visibility!r}"
-        )
-    with transaction(runtime.sessions) as session:
-        sub = session.get(Submission, submission_id)
-        staff = user.role in ("admin", "maintainer")
-        if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
-            raise NotFoundError(f"no submission {submission_id}")
-        if sub.visibility == "withdrawn":
-            raise ConflictError("this submission was withdrawn; a withdrawal is final")
-        if sub.visibility == visibility:
-            return
-        sub.visibility = visibility
-        audit(session, user, f"submission.{VISIBILITY_CHANGES[visibility]}", f"submission:{sub.id}")
-        events.record(session, sub.id, *_VISIBILITY_EVENTS[visibility])
-        board_cache.bump(session, sub.benchmark_id)
-
-
-def would_rank(runtime: Runtime, submission_id: int, metrics: dict[str, Any]) -> tuple[int, int]:
-    """Where a private submission would rank on its benchmark's community board."""
-    from medvidbench.core.ranking import rank_rows
-    from medvidbench.server.services.boards import board_rows
-
-    slug = benchmark_of(runtime, submission_id)
-    definition = runtime.definition(slug)
-    rows = [
-        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
-    ]
-    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
-    rank = next(r.rank for r in ranked if r.key == "this")
-    return rank, len(ranked)

@@ -24,10 +24,10 @@ from medvidbench.server.services.submissions import (
     current_benchmark,
     list_submissions,
     quota,
-    set_visibility,
     submission_view,
     submit,
 )
+from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.models import User
 from medvidbench.server.web import deps
 from medvidbench.server.web.limits import PayloadTooLargeError

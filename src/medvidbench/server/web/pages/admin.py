@@ -17,8 +17,8 @@ from medvidbench.server.services import accounts, administration, boards, entrie
 from medvidbench.server.services.submissions import (
     benchmark_of,
     delete_submission,
-    set_hidden,
 )
+from medvidbench.server.services.visibility import set_hidden
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
     admin_user,

@@ -7,7 +7,8 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.services.items import BUCKETS, attribution, item_image, item_page
-from medvidbench.server.services.submissions import set_visibility, submission_view
+from medvidbench.server.services.submissions import submission_view
+from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.web.deps import DbId, check_csrf, current_user
 from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
