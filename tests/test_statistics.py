@@ -166,7 +166,7 @@ def test_small_case_by_hand() -> None:
         SampleResult(2, "d", True, {"m": 1.0}),
         SampleResult(3, "d", True, None),  # left out of the mean
     ]
-    design = Design.build([sample_means(rows, ("m",), "")], ["a", "a", "b", "c"])
+    design = Design.build([sample_means(rows, ("m",))], ["a", "a", "b", "c"])
     assert design.clusters == ["a", "b", "c"]
     assert design.point() == {"m": pytest.approx(2 / 3)}
     counts = np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 0.0], [0.0, 0.0, 3.0]])
@@ -197,7 +197,7 @@ def test_coverage_on_simulated_test_sets_with_known_truth() -> None:
         outcomes = rng.random(int(sizes.sum())) < np.repeat(effects, sizes)
         rows = [SampleResult(i, "d", True, {"m": float(y)}) for i, y in enumerate(outcomes)]
         clusters = [f"c{c}" for c in np.repeat(np.arange(100), sizes)]
-        design = Design.build([sample_means(rows, ("m",), "")], clusters)
+        design = Design.build([sample_means(rows, ("m",))], clusters)
         result = bootstrap(design, ["m"], "test", replicates=500, seed=int(rng.integers(1 << 30)))
         lo, hi = result.intervals["m"] or (np.nan, np.nan)
         covered += lo <= truth <= hi

@@ -244,7 +244,7 @@ def _statistics(
         parts.append(
             linearise(result.samples, rules)
             if linearise is not None
-            else sample_means(result.samples, tuple(result.metrics), "")
+            else sample_means(result.samples, tuple(result.metrics))
         )
     cluster = benchmark.cluster_of or (lambda item: str(item.index))
     design = Design.build(parts, [cluster(item) for item in gt.samples])

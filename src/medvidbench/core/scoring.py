@@ -153,7 +153,7 @@ class TaskScorer(ABC):
         each metric is the mean of its per-sample value over the samples that have one)."""
         from medvidbench.core.statistics import sample_means
 
-        return sample_means(results, self.metric_keys, "")
+        return sample_means(results, self.metric_keys)
 
     def evaluate(
         self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context

@@ -54,16 +54,16 @@ class Linearised:
     formulas: dict[str, list[Ratio]] = field(default_factory=dict)
 
 
-def sample_means(results: Sequence[Any], keys: Sequence[str], prefix: str) -> Linearised:
+def sample_means(results: Sequence[Any], keys: Sequence[str]) -> Linearised:
     """The default: each metric is the mean of its per-sample value over the samples that
     have one (a sample left out of the mean is left out here too)."""
-    out = Linearised(formulas={k: [Ratio(f"{prefix}{k}", f"{prefix}{k}#n")] for k in keys})
+    out = Linearised(formulas={k: [Ratio(k, f"{k}#n")] for k in keys})
     for r in results:
         feats: dict[str, float] = {}
         for k in keys:
             if r.values is not None and r.values.get(k) is not None:
-                feats[f"{prefix}{k}"] = float(r.values[k])
-                feats[f"{prefix}{k}#n"] = 1.0
+                feats[k] = float(r.values[k])
+                feats[f"{k}#n"] = 1.0
         out.rows.append((r.index, feats))
     return out
 
@@ -349,11 +349,10 @@ def tie_groups(order: Sequence[int], bounds: np.ndarray) -> list[int]:
     interval overlaps the interval of the group's first row (not distinguishable from it)."""
     groups: list[int] = []
     head = None
-    for n, i in enumerate(order):
+    for i in order:
         if head is None or bounds[i][0] > bounds[head][1]:
             head = i
             groups.append((groups[-1] + 1) if groups else 1)
         else:
             groups.append(groups[-1])
-        del n
     return groups

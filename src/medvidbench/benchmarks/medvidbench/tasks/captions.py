@@ -353,7 +353,7 @@ class CaptionScorer:
         from medvidbench.core.statistics import Linearised, Ratio, sample_means
 
         if profile.strict or self.task != "dense_captioning":
-            return sample_means(results, self.metric_keys, "")
+            return sample_means(results, self.metric_keys)
         out = Linearised()
         counts: dict[str, int] = {}
         seen: dict[str, set[float]] = {}
