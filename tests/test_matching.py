@@ -210,6 +210,17 @@ def test_every_problem_is_reported_not_just_the_first(small_gt: GroundTruth) -> 
     assert report.errors.totals["missing-field"] == 1
 
 
+def test_a_runaway_answer_is_refused_with_its_length(small_gt: GroundTruth) -> None:
+    records = preds()
+    records[1]["prediction"] = "0.0-1.0 seconds, " * 2_000
+    assert messages(check(records, small_gt), "answer-too-long") == [
+        "record 1 (id 'kcOqlifSukA&&22425&&25124&&1.0'): the answer is 34,000 characters long, "
+        "over the limit of 32,768; truncate it"
+    ]
+    records[1]["prediction"] = "0.0-1.0 seconds, " * 1_900  # 32,300: under the limit
+    assert check(records, small_gt).ok
+
+
 def test_duplicate_prediction_for_one_sample(small_gt: GroundTruth) -> None:
     records = [*preds(), dict(preds()[2])]
     report = check(records, small_gt)

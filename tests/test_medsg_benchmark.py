@@ -130,6 +130,9 @@ def test_submission_problems_are_located(demo: dict[str, Path]) -> None:
     _bad(gt, counters, "TOTAL 1")
     cut = [{**r, "answer": r["answer"][:1]} if r["task"] == "patch" else r for r in items]
     _bad(gt, cut, "at most one character")
+    runaway = "(1,2),(3,4) " + "5" * 40_000
+    _bad(gt, [{**good[0], "prediction": runaway}, *good[1:]], "record 0: the answer is 40,012")
+    _bad(gt, [{**items[0], "answer": runaway}, *items[1:]], "over the limit of 32,768")
 
 
 def test_ground_truth_problems_are_located(tmp_path: Path) -> None:

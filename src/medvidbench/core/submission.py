@@ -10,9 +10,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from medvidbench.core.errors import ProblemList
+from medvidbench.core.errors import Problem, ProblemList
 
 TaskStatus = Literal["complete", "missing", "incomplete"]
+
+# Every parser is linear in its answer (core.linear_re), so a long answer costs time in
+# proportion, never a stall; this bound is the second guard: a model's answer of more than
+# ~8,000 tokens is a generation that ran away, and scoring it would only cost time.
+MAX_ANSWER_CHARS = 32_768
+
+
+def answer_too_long(
+    text: str, where: str, record: int | None = None, sid: str | None = None
+) -> Problem | None:
+    """A problem when an answer is longer than :data:`MAX_ANSWER_CHARS`, else None.
+
+    Examples:
+        >>> answer_too_long("x" * 40_000, "record 3").message
+        'record 3: the answer is 40,000 characters long, over the limit of 32,768; truncate it'
+    """
+    if len(text) <= MAX_ANSWER_CHARS:
+        return None
+    message = (
+        f"{where}: the answer is {len(text):,} characters long, over the limit of "
+        f"{MAX_ANSWER_CHARS:,}; truncate it"
+    )
+    return Problem("answer-too-long", message, record, sid)
 
 
 @dataclass(slots=True)

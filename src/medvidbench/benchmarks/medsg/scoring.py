@@ -23,10 +23,11 @@ IoU >= t inclusively on the unrounded double, and keeps unparseable items in the
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from medvidbench.core import linear_re
 
 Box = list[float]
 Parsed = list[Any]  # one box, a list of boxes, [] or the fallback, as the official code returns
@@ -39,12 +40,12 @@ FALLBACK: Box = [0.0, 0.0, 0.0, 0.0]
 
 _N = r"(\d+\.?\d*)"
 _C = r"[,，]"
-_STRONG_PAIRS = re.compile(
+_STRONG_PAIRS = linear_re.compile(
     rf"\(?\s*{_N}\s*{_C}\s*{_N}\s*\)?\s*{_C}?\s*\(?\s*{_N}\s*{_C}\s*{_N}\s*\)?"
 )
 _S = r"(-?\d+\.?\d*)"
 _B = r"[ ,，]+"
-_STRONG_FOUR = re.compile(rf"{_S}{_B}{_S}{_B}{_S}{_B}{_S}")
+_STRONG_FOUR = linear_re.compile(rf"{_S}{_B}{_S}{_B}{_S}{_B}{_S}")
 
 
 def _shape(boxes: list[Box]) -> Parsed:
@@ -76,7 +77,7 @@ def parse_strong(text: str) -> Parsed:
 
 _I, _D = r"(\d+)", r"(\d+\.\d+)"
 _OLD_PATTERNS = tuple(
-    re.compile(p)
+    linear_re.compile(p)
     for p in (
         rf"\({_I},\s*{_I}\),\s*\({_I},\s*{_I}\)",
         rf"\[{_D},\s*{_D},\s*{_D},\s*{_D}\]",
@@ -160,11 +161,13 @@ def score_iou(gt: Sequence[float], parsed: Parsed | None) -> tuple[float, bool]:
 _SIGNED = r"((?<![\w.])[-−+]?\d+\.?\d*(?!\w))"
 _CP = r"[,，]"
 _OPEN, _CLOSE = r"[(（]", r"[)）]"
-_CORRECTED_PAIRS = re.compile(
+_CORRECTED_PAIRS = linear_re.compile(
     rf"{_OPEN}?\s*{_SIGNED}\s*{_CP}\s*{_SIGNED}\s*{_CLOSE}?\s*{_CP}?\s*{_OPEN}?\s*"
     rf"{_SIGNED}\s*{_CP}\s*{_SIGNED}\s*{_CLOSE}?"
 )
-_CORRECTED_FOUR = re.compile(rf"{_SIGNED}[\s,，]+{_SIGNED}[\s,，]+{_SIGNED}[\s,，]+{_SIGNED}")
+_CORRECTED_FOUR = linear_re.compile(
+    rf"{_SIGNED}[\s,，]+{_SIGNED}[\s,，]+{_SIGNED}[\s,，]+{_SIGNED}"
+)
 
 
 def _number(text: str) -> float:

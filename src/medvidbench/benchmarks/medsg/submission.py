@@ -24,7 +24,12 @@ from typing import Any
 from medvidbench.benchmarks.medsg.testset import TASKS, Item, TestSet
 from medvidbench.core.errors import Problem
 from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
-from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
+from medvidbench.core.submission import (
+    MatchedSubmission,
+    TaskCoverage,
+    ValidationReport,
+    answer_too_long,
+)
 
 PARSERS = ("strong", "old")
 COORDINATES = ("pixel", "0-1000", "0-1")
@@ -247,6 +252,9 @@ def _by_key(raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubm
                 )
             )
             continue
+        if isinstance(pred, str) and (too_long := answer_too_long(pred, where, pos)):
+            errors.add(too_long)
+            continue
         item = by_task[task][index]
         if predictions[item.index] is not None:
             errors.add(Problem("duplicate", f"{where}: {task!r} index {index} is repeated", pos))
@@ -285,6 +293,9 @@ def _results_file(
             report.errors.add(
                 Problem("wrong-type", f"{where}: question and answer must be strings", pos)
             )
+            continue
+        if (too_long := answer_too_long(answer, where, pos)) is not None:
+            report.errors.add(too_long)
             continue
         if not question.startswith(item.question):
             if _letters(item.question) in _letters(question):

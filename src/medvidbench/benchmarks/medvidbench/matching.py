@@ -33,7 +33,12 @@ from medvidbench.core.formats import (
     read_bytes,
     record_label,
 )
-from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
+from medvidbench.core.submission import (
+    MatchedSubmission,
+    TaskCoverage,
+    ValidationReport,
+    answer_too_long,
+)
 
 _SUB_FILE = list[SubmissionRecord] | dict[str, SubmissionRecord]
 _EXAMPLES = 5
@@ -223,6 +228,8 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
                 sid or None,
             )
         )
+    elif (too_long := answer_too_long(text, label, i, sid or None)) is not None:
+        errors.add(too_long)
     if not sid:
         errors.add(
             Problem(

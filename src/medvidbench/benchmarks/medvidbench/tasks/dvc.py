@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
@@ -36,14 +37,14 @@ if TYPE_CHECKING:
 Event = tuple[float, float, str]
 THRESHOLDS = (0.3, 0.5, 0.7)
 _NUM = r"(\d+(?:\.\d+)?)"
-_V1_EVENT = re.compile(
+_V1_EVENT = linear_re.compile(
     _NUM + "-" + _NUM + r"\s+seconds?:\s+(.*?)(?=\n\d+(?:\.\d+)?-\d+(?:\.\d+)?\s+seconds?:|\Z)",
     re.DOTALL,
 )
-_V1_LINE = re.compile(
+_V1_LINE = linear_re.compile(
     _NUM + r"\s*[-–]\s*" + _NUM + r"\s*seconds?.*?(?:-|\*\*Description:\*\*)\s*(.+)"
 )
-_V2_HEADER = re.compile(
+_V2_HEADER = linear_re.compile(
     _NUM + r"\s*(?:seconds?|secs?|s)?\s*(?:-|–|—|to)\s*" + _NUM + r"\s*(?:seconds?|secs?|s)\s*:?",
     re.IGNORECASE,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
@@ -36,9 +37,9 @@ ASPECTS = (
     "Overall performance",
     "Quality of final product",
 )
-_V1_SCORE = re.compile(r"(\d+)/5")
-_V1_ASPECT = re.compile(r"([^:]+?):\s*(\d+)/5")
-_V2_ASPECT = re.compile(r"([^:]+?):\s*([1-5])\s*/\s*5(?!\d)")
+_V1_SCORE = linear_re.compile(r"(\d+)/5")
+_V1_ASPECT = linear_re.compile(r"([^:]+?):\s*(\d+)/5")
+_V2_ASPECT = linear_re.compile(r"([^:]+?):\s*([1-5])\s*/\s*5(?!\d)")
 _V2_SPLIT = re.compile(r"[,;\n]")
 _LEVELS = {
     "n": "novice",

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
@@ -30,10 +31,12 @@ from medvidbench.core.scoring import (
 )
 
 Box = list[float]
-_V1_ENTRY = re.compile(r"(\d+(?:\.\d+)?)\s+seconds:\s*\[([^\]]+)\]")
-_V1_LIST = re.compile(r"\[\[([\d\s,]+)\]\]")
-_V2_ENTRY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:seconds?|secs?|s)\s*:\s*\[+([^\]]+)\]", re.IGNORECASE)
-_V2_LIST = re.compile(r"\[\s*(-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3})\s*\]")
+_V1_ENTRY = linear_re.compile(r"(\d+(?:\.\d+)?)\s+seconds:\s*\[([^\]]+)\]")
+_V1_LIST = linear_re.compile(r"\[\[([\d\s,]+)\]\]")
+_V2_ENTRY = linear_re.compile(
+    r"(\d+(?:\.\d+)?)\s*(?:seconds?|secs?|s)\s*:\s*\[+([^\]]+)\]", re.IGNORECASE
+)
+_V2_LIST = linear_re.compile(r"\[\s*(-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3})\s*\]")
 _ZERO: Box = [0.0, 0.0, 0.0, 0.0]
 
 

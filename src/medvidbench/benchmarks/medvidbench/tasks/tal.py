@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,
@@ -31,8 +32,8 @@ from medvidbench.core.scoring import (
 Segment = tuple[float, float]
 THRESHOLDS = (0.3, 0.5)
 _NUM = r"(\d+(?:\.\d+)?)"
-_V1_PAIR = re.compile(_NUM + r"\s*-\s*" + _NUM)
-_V1_TO = re.compile(
+_V1_PAIR = linear_re.compile(_NUM + r"\s*-\s*" + _NUM)
+_V1_TO = linear_re.compile(
     r"(?:from|is from|takes place from)?\s*"
     + _NUM
     + r"(?:s| seconds?)?\s*to\s*"
@@ -40,8 +41,10 @@ _V1_TO = re.compile(
     + r"(?:s| seconds?)?",
     re.IGNORECASE,
 )
-_HMS_TO = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})\s*to\s*(\d{1,2}):(\d{2}):(\d{2})")
-_V2_PAIR = re.compile(_NUM + r"\s*(?:seconds?|secs?|s)?\s*(?:-|–|—|to)\s*" + _NUM, re.IGNORECASE)
+_HMS_TO = linear_re.compile(r"(\d{1,2}):(\d{2}):(\d{2})\s*to\s*(\d{1,2}):(\d{2}):(\d{2})")
+_V2_PAIR = linear_re.compile(
+    _NUM + r"\s*(?:seconds?|secs?|s)?\s*(?:-|–|—|to)\s*" + _NUM, re.IGNORECASE
+)
 
 
 def parse(text: str, strict: bool = False) -> list[Segment]:

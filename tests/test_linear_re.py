@@ -1,0 +1,146 @@
+"""The linear-time matcher gives exactly what ``re`` gives, and every answer parser uses it.
+
+The parsers' patterns are collected from their modules, so a pattern added later is checked
+too; each is compared with ``re`` on thousands of short texts drawn from the characters these
+patterns care about (digits, separators, brackets, unit words, Unicode digits and spaces). Long
+hostile answers (the ones that took ``re`` minutes) then parse to what ``re`` gives on their
+short versions, and finish.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+import pytest
+
+from medvidbench.benchmarks.medsg import scoring as medsg
+from medvidbench.benchmarks.medvidbench.tasks import dvc, sa, stg, tal
+from medvidbench.core import linear_re
+from medvidbench.core.linear_re import LinearPattern, UnsupportedPattern
+
+PARSER_MODULES = (medsg, tal, dvc, stg, sa)
+ALPHABET = "0123456789 ,.-:/()[]\n\t5sto SECONDS seconds to ١٢ſK\u2212\u3000，（）*–"
+
+
+def _parser_patterns() -> list[tuple[str, LinearPattern]]:
+    found = []
+    for module in PARSER_MODULES:
+        for name, value in vars(module).items():
+            values = value if isinstance(value, tuple) else (value,)
+            found += [
+                (f"{module.__name__}.{name}", p) for p in values if isinstance(p, LinearPattern)
+            ]
+    return found
+
+
+PATTERNS = _parser_patterns()
+
+
+def _one_character(pattern: re.Pattern[str]) -> bool:
+    """A pattern that matches one character of a class: linear in ``re`` too (split on it)."""
+    parsed = list(sre_parse.parse(pattern.pattern, pattern.flags))
+    return len(parsed) == 1 and parsed[0][0] in (C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY)
+
+
+def test_every_answer_parser_pattern_is_linear() -> None:
+    """No answer parser keeps a backtracking ``re`` pattern."""
+    for module in PARSER_MODULES:
+        for name, value in vars(module).items():
+            values = value if isinstance(value, tuple) else (value,)
+            for v in values:
+                if isinstance(v, re.Pattern):
+                    assert _one_character(v), f"{module.__name__}.{name} backtracks in re"
+    assert len(PATTERNS) >= 17
+
+
+def _texts(seed: int, count: int, longest: int = 32) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, longest))) for _ in range(count)
+    ]
+
+
+@pytest.mark.parametrize(("name", "pattern"), PATTERNS, ids=[n for n, _ in PATTERNS])
+def test_same_matches_as_re(name: str, pattern: LinearPattern) -> None:
+    reference = re.compile(pattern.pattern, pattern.flags)
+    for text in _texts(sum(map(ord, name)), 1500):
+        assert pattern.findall(text) == reference.findall(text), text
+        assert [m.span() for m in pattern.finditer(text)] == [
+            m.span() for m in reference.finditer(text)
+        ], text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags"),
+    [
+        (r"a.*?$", re.DOTALL),
+        (r"x[^:]*?\Z", 0),
+        (r"(.+?)(?=,|\Z)", re.DOTALL),
+        (r"(\w+?)(?:,|;)\s*(\d*?)x", 0),
+        (r"b\s*?\d+?c", re.IGNORECASE),
+        (r"\b\w+\b", 0),
+        (r"(a|ab)(c|bcd)(d*)", 0),
+        (r"(?:x(\d)){2,3}y?", 0),
+    ],
+)
+def test_constructs_match_re(pattern: str, flags: int) -> None:
+    ours, reference = linear_re.compile(pattern, flags), re.compile(pattern, flags)
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice("ab,;x:1 2\ncdCB_y") for _ in range(rng.randint(0, 20)))
+        assert ours.findall(text) == reference.findall(text), text
+        found = ours.search(text)
+        expected = reference.search(text)
+        assert (found and (found.span(), found.groups())) == (
+            expected and (expected.span(), expected.groups())
+        ), text
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"(a)\1", r"(?=ab)a", r"(?i:a)b", r"a*+b", r"(?>a)b", r"a*", r"(a?)*b", r"^a"],
+)
+def test_what_it_cannot_reproduce_is_refused(pattern: str) -> None:
+    if pattern == r"^a":  # anchors are supported: the control case
+        assert linear_re.compile(pattern).findall("ab") == ["a"]
+        return
+    with pytest.raises(UnsupportedPattern):
+        linear_re.compile(pattern)
+
+
+HOSTILE = {
+    "digits": "1" * 8_000,
+    "digits-and-commas": "1," * 4_000,
+    "spaces": "1" + " " * 8_000 + "x",
+    "no-colon": "a" * 8_000,
+    "dotted": "1." * 4_000,
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_hostile_answers_parse_as_re_parses_them(kind: str) -> None:
+    """The answers that held ``re`` for minutes finish, with re's result on a short version
+    (the structure repeats, so the long result is the short one extended the same way)."""
+    text = HOSTILE[kind]
+    short = text[:60] if kind != "spaces" else "1" + " " * 60 + "x"
+    for name, pattern in PATTERNS:
+        reference = re.compile(pattern.pattern, pattern.flags)
+        assert pattern.findall(short) == reference.findall(short), name
+        pattern.findall(text)  # finishes: minutes with re, well under a second here
+    medsg.parse_strong(text)
+    tal.parse(text)
+    tal.parse(text, strict=True)
+    dvc.parse(text)
+    dvc.parse(text, strict=True)
+    sa.parse(text)
+    sa.parse(text, strict=True)
+    stg.parse(text, ["1.0"])
+    stg.parse(text, ["1.0"], strict=True)
+
+
+def test_the_strong_parser_still_splits_numbers_as_the_official_script() -> None:
+    assert medsg.parse_strong("[161, 346, 187,") == [161.0, 34.0, 6.0, 187.0]
+    assert medsg.parse_strong("(12,34)" + "5" * 300 + ",6") == [12.0, 34.0, float("5" * 300), 6.0]
