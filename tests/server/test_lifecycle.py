@@ -254,3 +254,50 @@ def test_an_infrastructure_error_is_rescheduled_at_most_max_attempts_times(
         jobs._later(Task(), 7, attempt, lease=120)
     assert [args for args, _ in scheduled] == [(7, 1), (7, 2)]  # job_max_attempts = 3 in all
     assert [delay for _, delay in scheduled] == [125.0, 135.0]
+
+
+def test_a_rescore_whose_worker_died_is_run_again_by_the_reaper(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue forgets a job whose worker dies mid-run; the request and the start are logged,
+    so the reaper runs the re-score again, and gives up (shown in the log) after
+    job_max_attempts starts."""
+    from medvidbench.server.jobs import Jobs
+    from medvidbench.server.services import evaluations
+    from medvidbench.server.services.events import log
+
+    jobs = runtime.queue
+    assert isinstance(jobs, Jobs)
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Rescored")
+    runtime.settings.job_lease_seconds = 0  # every unfinished re-score is overdue at once
+    assert not evaluations.request_rescore(runtime, 99_999, "strict-v2")  # nothing recorded
+    assert evaluations.request_rescore(runtime, sub.id, "strict-v2")  # ... and its job is lost
+    assert evaluations.lost_rescores(runtime) == [(sub.id, "strict-v2")]
+
+    def dies(*args: Any, **kwargs: Any) -> Any:
+        raise SystemExit("worker killed")  # what a SIGKILL looks like from the log: no end
+
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluations, "_report", dies)
+        with pytest.raises(SystemExit):
+            evaluations.rescore(runtime, sub.id, "strict-v2")
+    assert evaluations.lost_rescores(runtime) == [(sub.id, "strict-v2")]
+    assert jobs._reap() == 1  # the immediate queue runs it now
+    with runtime.sessions() as session:
+        profiles = set(
+            session.scalars(select(Evaluation.profile).where(Evaluation.submission_id == sub.id))
+        )
+    assert profiles == {"leaderboard-v1", "strict-v2"}
+    assert evaluations.lost_rescores(runtime) == []
+
+    # One that dies every time is given up after job_max_attempts (3) starts, and says so.
+    evaluations.request_rescore(runtime, sub.id, "leaderboard-v1")
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluations, "_report", dies)
+        for _ in range(3):
+            assert evaluations.lost_rescores(runtime) == [(sub.id, "leaderboard-v1")]
+            with pytest.raises(SystemExit):
+                evaluations.rescore(runtime, sub.id, "leaderboard-v1")
+    assert evaluations.lost_rescores(runtime) == []
+    kinds = [e["kind"] for e in log(runtime, sub.id, full=True)]
+    assert kinds[-1] == "rescore-failed" and kinds.count("rescore-started") == 5

@@ -152,7 +152,7 @@ def rescore(
 ) -> None:
     """Queue a re-scoring of a benchmark's scored submissions (old evaluations are kept)."""
     from medvidbench.server.jobs import attach_queue
-    from medvidbench.server.services.evaluations import on_board
+    from medvidbench.server.services.evaluations import on_board, request_rescore
 
     rt = runtime(data_dir)
     slug = rt.definition(benchmark).slug  # type: ignore[attr-defined]
@@ -160,7 +160,8 @@ def rescore(
     jobs = attach_queue(rt)  # type: ignore[arg-type]
     ids = on_board(rt, slug)  # type: ignore[arg-type]
     for sid in ids:
-        jobs.rescore(sid, profile)
+        if request_rescore(rt, sid, profile):  # type: ignore[arg-type]
+            jobs.rescore(sid, profile)
     print(f"queued {len(ids)} re-scoring job(s) under {profile}")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from medvidbench.core.config import Settings, judge_wanted
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.evaluations import rescore
+from medvidbench.server.services.evaluations import lost_rescores, rescore
 from medvidbench.server.services.steps import retry_delay, run_step, stale, step_attempts
 from medvidbench.server.services.submissions import benchmark_of
 
@@ -121,7 +121,10 @@ class Jobs:
         found = stale(self.runtime)
         for submission_id, step in found:
             (self.score if step == "score" else self.judge)(submission_id)
-        return len(found)
+        lost = lost_rescores(self.runtime)
+        for submission_id, profile in lost:
+            self.rescore(submission_id, profile)
+        return len(found) + len(lost)
 
 
 def attach_queue(runtime: Runtime, immediate: bool = False) -> Jobs:

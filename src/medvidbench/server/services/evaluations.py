@@ -4,6 +4,7 @@ profile, re-judging).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -12,10 +13,10 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
+from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.steps import _report
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Evaluation, Submission
+from medvidbench.server.store.models import Benchmark, Evaluation, Submission, SubmissionEvent
 
 
 def current_evaluations(
@@ -65,8 +66,32 @@ def current_evaluation(
     return found
 
 
+# A re-score is asked for, started, and done or given up, each a submission event whose message
+# is the profile. A queue forgets a job whose worker dies; these events do not, so the reaper
+# finds a re-score that was asked for or started and never finished, and runs it again.
+RESCORE_EVENTS = ("rescore-requested", "rescore-started", "rescored", "rescore-failed")
+
+
+def request_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
+    """Record that a re-score under ``profile`` is wanted (the caller then enqueues it).
+
+    Returns False, recording nothing, when the submission does not exist.
+    """
+    with transaction(runtime.sessions) as session:
+        if session.get(Submission, submission_id) is None:
+            return False
+        events.record(session, submission_id, "rescore-requested", profile)
+    return True
+
+
 def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
-    """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
+    """Add an evaluation under another profile (or a new scorer version); old ones are kept.
+
+    The start and the end are logged (see RESCORE_EVENTS), so a re-score whose worker died is
+    run again by the reaper; returns whether a new evaluation was stored.
+    """
+    with transaction(runtime.sessions) as session:
+        events.record(session, submission_id, "rescore-started", profile)
     report = _report(runtime, submission_id, profile=profile)
     try:
         with transaction(runtime.sessions) as session:
@@ -78,7 +103,9 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                     Evaluation.judge_id == "",
                 )
             ):
+                events.record(session, submission_id, "rescored", profile)
                 return False
+            events.record(session, submission_id, "rescored", profile)
             session.add(
                 Evaluation(
                     submission_id=submission_id,
@@ -96,6 +123,44 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
+
+
+def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
+    """Re-scores asked for or started longer than a job lease ago and never finished, as
+    ``(submission id, profile)``; one started ``job_max_attempts`` times is given up (logged as
+    ``rescore-failed``, shown on the submission's page) instead of returned."""
+    lease = timedelta(seconds=runtime.settings.job_lease_seconds)
+    with runtime.sessions() as session:
+        rows = session.execute(
+            select(
+                SubmissionEvent.submission_id,
+                SubmissionEvent.kind,
+                SubmissionEvent.message,
+                SubmissionEvent.at,
+            )
+            .where(SubmissionEvent.kind.in_(RESCORE_EVENTS))
+            .order_by(SubmissionEvent.at, SubmissionEvent.id)
+        ).all()
+    last: dict[tuple[int, str], tuple[str, Any]] = {}
+    starts: dict[tuple[int, str], int] = {}
+    for submission_id, kind, profile, at in rows:
+        key = (submission_id, profile)
+        last[key] = (kind, at if at.tzinfo else at.replace(tzinfo=UTC))  # SQLite: naive UTC
+        if kind == "rescore-started":
+            starts[key] = starts.get(key, 0) + 1
+        elif kind in ("rescored", "rescore-failed"):
+            starts.pop(key, None)
+    now = datetime.now(UTC)
+    due = []
+    for key, (kind, at) in last.items():
+        if kind in ("rescored", "rescore-failed") or at > now - lease:
+            continue
+        if starts.get(key, 0) >= runtime.settings.job_max_attempts:
+            with transaction(runtime.sessions) as session:
+                events.record(session, key[0], "rescore-failed", key[1])
+            continue
+        due.append(key)
+    return due
 
 
 def request_rejudge(runtime: Runtime, submission_id: int) -> bool:

@@ -116,8 +116,12 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
             if request_rejudge(rt, sid):
                 rt.queue.judge(sid)
         else:
+            from medvidbench.server.services.evaluations import request_rescore
+
             definition = rt.definition(benchmark_of(rt, sid))
-            rt.queue.rescore(sid, definition.profile(f.get("profile") or None).name)
+            profile = definition.profile(f.get("profile") or None).name
+            if request_rescore(rt, sid, profile):
+                rt.queue.rescore(sid, profile)
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
