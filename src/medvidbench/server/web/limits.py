@@ -1,11 +1,16 @@
-"""Request-size limits enforced on the byte stream, before anything is parsed or stored."""
+"""Limits on what one request can cost: body sizes enforced on the byte stream (before anything
+is parsed or stored), slow password work kept off the event loop, failed-login counts."""
 
 from __future__ import annotations
 
 import html
 import json
+import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, ParamSpec, TypeVar
+
+import anyio
 
 from medvidbench.core.errors import MedVidBenchError
 
@@ -156,3 +161,24 @@ class FailureLimiter:
     def reset(self, key: str) -> None:
         with self._lock:
             self._failures.pop(key, None)
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class SlowWork:
+    """Work that holds a core for a while (argon2 on log-in and sign-up), run in worker
+    threads, a few at a time.
+
+    On the event loop one hash stalls every other request (four anonymous login connections
+    kept health waiting for seconds). In threads of its own the loop keeps answering (argon2
+    releases the interpreter lock), and the limiter makes a flood of logins queue here instead
+    of taking every thread of the pool that the plain (sync) routes share.
+    """
+
+    def __init__(self, at_once: int | None = None) -> None:
+        self.limiter = anyio.CapacityLimiter(at_once or min(4, os.cpu_count() or 1))
+
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self.limiter)

@@ -53,7 +53,9 @@ async def login(request: Request) -> Response:
             error=f"too many failed attempts; try again in {int(wait) + 1} s",
         )
     try:
-        user = accounts.sign_in(rt, username, str(form.get("password", "")))
+        user = await request.app.state.password_work.run(
+            accounts.sign_in, rt, username, str(form.get("password", ""))
+        )
     except MedVidBenchError as exc:
         limiter.fail(key)
         return page(request, "login.html", status=401, next=target, error=exc.message)
@@ -85,7 +87,8 @@ async def signup(request: Request) -> Response:
     check_csrf(request, form)
     address = request.client.host if request.client else ""
     try:
-        user = accounts.sign_up(
+        user = await request.app.state.password_work.run(  # argon2: off the event loop
+            accounts.sign_up,
             rt,
             str(form.get("username", "")),
             str(form.get("password", "")),
