@@ -54,7 +54,10 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
             f"visibility must be one of {', '.join(VISIBILITY_CHANGES)}; got {visibility!r}"
         )
     with transaction(runtime.sessions) as session:
-        sub = session.get(Submission, submission_id)
+        # Locked (SELECT ... FOR UPDATE on PostgreSQL; SQLite runs one writer at a time): a
+        # withdrawal and a publish sent at once then run one after the other, and the second
+        # sees the first's result, so a withdrawal is never undone.
+        sub = session.get(Submission, submission_id, with_for_update=True)
         staff = user.role in ("admin", "maintainer")
         if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
             raise NotFoundError(f"no submission {submission_id}")
