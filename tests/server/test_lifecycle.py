@@ -67,7 +67,9 @@ def test_duplicates_and_taken_names_are_refused(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
     first = submit(runtime, alice, synthetic["strong"].read_bytes(), "Model One")
-    with pytest.raises(ConflictError, match=f"already submitted as submission {first.id}"):
+    with pytest.raises(
+        ConflictError, match=f"you already submitted this exact file as submission {first.id}"
+    ):
         submit(runtime, alice, synthetic["strong"].read_bytes(), "Model Two")
     with pytest.raises(ConflictError, match="already on the leaderboard"):
         submit(runtime, alice, synthetic["weak"].read_bytes(), "  model   ONE ")

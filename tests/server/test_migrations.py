@@ -89,3 +89,70 @@ def test_0003_makes_every_existing_test_set_medvidbench_s_and_keeps_its_boards(
             board = conn.execute(text("SELECT benchmark_id, kind FROM boards")).one()
             assert tuple(board) == (1, "official")
         engine.dispose()
+
+
+def _insert_submission(conn, sid: int, key: str, visibility: str, sha: str) -> None:  # type: ignore[no-untyped-def]
+    conn.execute(
+        text(
+            "INSERT INTO submissions (id, benchmark_id, model_name, model_key, organisation, "
+            "settings, file_sha256, file_size, stored, record_count, verdict, missing_tasks, "
+            "status, attempts, step_attempts, created_at, hidden, visibility) VALUES (:id, 1, "
+            ":key, :key, '', '{}', :sha, 1, :no, 1, 'complete', '[]', 'scored', 0, 0, "
+            "CURRENT_TIMESTAMP, :no, :visibility)"
+        ),
+        {"id": sid, "key": key, "sha": sha, "no": False, "visibility": visibility},
+    )
+
+
+def _insert_entry(conn, board: int, key: str, submission: int | None) -> None:  # type: ignore[no-untyped-def]
+    conn.execute(
+        text(
+            "INSERT INTO entries (board_id, submission_id, model_name, model_key, team_name, "
+            "reported, verified, baseline, created_at) VALUES (:board, :sub, :key, :key, '', "
+            ":no, :no, :no, CURRENT_TIMESTAMP)"
+        ),
+        {"board": board, "sub": submission, "key": key, "no": False},
+    )
+
+
+def test_0008_lets_private_runs_share_names_and_files_and_keeps_entries(
+    tmp_path, postgres_url
+) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    for url in (f"sqlite:///{tmp_path / 'old8.sqlite3'}", postgres_url):
+        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
+        migrate_to(engine, "0007")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO benchmarks (id, slug, name, gt_sha256, sample_count, "
+                    "task_counts, is_demo, is_current, generation, created_at) VALUES (1, "
+                    "'medvidbench', 'MedVidBench', :sha, 1, '{}', :no, :yes, 1, "
+                    "CURRENT_TIMESTAMP)"
+                ),
+                {"sha": "a" * 64, "no": False, "yes": True},
+            )
+            conn.execute(
+                text("INSERT INTO boards (id, benchmark_id, kind) VALUES (2, 1, 'community')")
+            )
+            _insert_submission(conn, 1, "secret", "private", "f" * 64)
+            _insert_entry(conn, 2, "secret", 1)
+            _insert_entry(conn, 2, "reported", None)
+        upgrade(engine)
+        with engine.begin() as conn:  # another team's private run: same name, same file
+            _insert_submission(conn, 2, "secret", "private", "f" * 64)
+            _insert_entry(conn, 2, "secret", 2)
+            assert conn.execute(text("SELECT COUNT(*) FROM entries")).scalar() == 3
+        for clash in (
+            lambda c: _insert_entry(c, 2, "reported", None),  # a reported name, twice
+            lambda c: (  # a public name, twice
+                _insert_submission(c, 3, "open", "public", "1" * 64),
+                _insert_submission(c, 4, "open", "public", "2" * 64),
+            ),
+            lambda c: _insert_entry(c, 2, "x", 1),  # a submission twice on one board
+        ):
+            with pytest.raises(IntegrityError), engine.begin() as conn:
+                clash(conn)
+        engine.dispose()

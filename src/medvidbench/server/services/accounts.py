@@ -61,6 +61,22 @@ def check_password(password: str) -> None:
         raise UsageError(f"the password must have at least {MIN_PASSWORD} characters")
 
 
+def check_username(username: str) -> None:
+    if not _USERNAME.match(username):
+        raise UsageError(
+            "a username has 3 to 40 letters, digits, '.', '_' or '-', starting "
+            "with a letter or digit"
+        )
+
+
+def hash_password(password: str) -> str:
+    """The argon2 hash of an acceptable password (slow by design: call it outside any
+    transaction, as SQLite's write lock would be held meanwhile)."""
+    check_password(password)
+    hashed: str = _hasher().hash(password)
+    return hashed
+
+
 def create_user(
     session: Session,
     username: str,
@@ -72,6 +88,7 @@ def create_user(
     trusted_team: bool = False,
     approved: bool = True,
     address: str | None = None,
+    hashed: str | None = None,
 ) -> User:
     """Create a user; the username is 3-40 letters, digits, '.', '_' or '-'.
 
@@ -80,20 +97,17 @@ def create_user(
         trusted_team: Join an existing ``team`` at once (an operator or admin says so).
         approved: False for a self sign-up that waits for an admin's approval.
         address: The network address a self sign-up came from (for the sign-up throttle).
+        hashed: ``password``'s hash from :func:`hash_password`, made before the transaction.
     """
-    if not _USERNAME.match(username):
-        raise UsageError(
-            "a username has 3 to 40 letters, digits, '.', '_' or '-', starting "
-            "with a letter or digit"
-        )
+    check_username(username)
     if role not in ROLES:
         raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
-    check_password(password)
+    hashed = hashed or hash_password(password)
     if session.scalar(select(User).where(func.lower(User.username) == username.lower())):
         raise ConflictError(f"the username {username!r} is taken")
     user = User(
         username=username,
-        password_hash=_hasher().hash(password),
+        password_hash=hashed,
         role=role,
         approved=approved,
         signup_address=address[:64] if address else None,
@@ -117,17 +131,30 @@ def authenticate(session: Session, username: str, password: str) -> User:
     Raises:
         AuthenticationError: for an unknown user or a wrong password (one message for both).
     """
+    return check_credentials(login_candidate(session, username), password)
+
+
+def login_candidate(session: Session, username: str) -> User | None:
+    """The active user named ``username`` (any case), or None."""
+    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    return user if user is not None and user.is_active else None
+
+
+def check_credentials(user: User | None, password: str) -> User:
+    """``user`` if ``password`` is theirs (argon2: slow by design, so no transaction is open).
+
+    Raises:
+        AuthenticationError: for no user or a wrong password (one message for both).
+    """
     from argon2.exceptions import VerificationError
 
-    user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
-    hasher = _hasher()
     try:
-        if user is None or not user.is_active:
-            hasher.verify(_DUMMY_HASH, password)  # same work either way
-            raise AuthenticationError("wrong username or password")
-        hasher.verify(user.password_hash, password)
+        # an unknown name costs the same work as a wrong password: timing tells nothing
+        _hasher().verify(user.password_hash if user else _DUMMY_HASH, password)
     except VerificationError:
         raise AuthenticationError("wrong username or password") from None
+    if user is None:
+        raise AuthenticationError("wrong username or password")
     return user
 
 
@@ -328,8 +355,12 @@ def sign_in(runtime: Runtime, username: str, password: str) -> User:
     Raises:
         AuthenticationError: for a wrong name or password, or an inactive account.
     """
-    with transaction(runtime.sessions) as session:
-        return authenticate(session, username, password)
+    with runtime.sessions() as session:
+        user = login_candidate(session, username)
+        if user is not None:
+            session.expunge(user)
+    # verified after the session has closed: SQLite holds its write lock while one is open
+    return check_credentials(user, password)
 
 
 def open_web_session(runtime: Runtime, user: User) -> str:
@@ -347,6 +378,8 @@ def sign_up(runtime: Runtime, username: str, password: str, team: str | None, ad
     """A web sign-up: rate-limited per address, approved at once unless the server asks an
     admin to approve new accounts."""
     settings = runtime.settings
+    check_username(username)
+    hashed = hash_password(password)  # before the transaction: SQLite would hold its lock
     with transaction(runtime.sessions) as session:
         check_signup_rate(session, address, settings.signup_per_address_per_day)
         return create_user(
@@ -356,6 +389,7 @@ def sign_up(runtime: Runtime, username: str, password: str, team: str | None, ad
             team=team,
             approved=not settings.signup_approval,
             address=address,
+            hashed=hashed,
         )
 
 

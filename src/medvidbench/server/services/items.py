@@ -214,8 +214,9 @@ def attribution(runtime: Runtime, slug: str) -> str | None:
     if folder is None:
         return None
     for name in ATTRIBUTION_FILES:
-        path = folder / name
-        if path.is_file():
+        # resolved, so that a symlink cannot lead out of the folder (to any file we may read)
+        path = (folder / name).resolve()
+        if path.is_relative_to(folder) and path.is_file():
             with path.open("rb") as fh:
                 return fh.read(ATTRIBUTION_BYTES).decode("utf-8", errors="replace")
     return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import case, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.config import judge_wanted
@@ -31,10 +31,11 @@ from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, 
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.teams import check_organisation
 from medvidbench.server.services.visibility import would_rank
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Board, Entry, Submission, Team, User
+from medvidbench.server.store.models import Benchmark, Entry, Submission, Team, User
 
 MAX_NAME = 120
 MAX_SETTINGS = 20
@@ -277,7 +278,7 @@ def submit(
         with transaction(runtime.sessions) as session:
             holder = _lock_quota_holders(session, user)
             _check_quota(session, runtime, holder, definition.slug)
-            _check_unique(session, bench.id, base)
+            _check_unique(session, bench.id, base, holder)
             check_organisation(session, holder, organisation)
             base["team_id"] = holder.team_id  # the team charged is the one locked
             sub = Submission(
@@ -305,8 +306,8 @@ def submit(
             )
     except IntegrityError:
         raise ConflictError(
-            "the model name or file was taken by a submission made at the same "
-            "moment; try another name"
+            f"the model name {name!r} was taken by a public submission made at the same "
+            "moment; choose another"
         ) from None
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
@@ -329,32 +330,34 @@ def _validated(report: Any) -> str:
     )
 
 
-def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any]) -> None:
-    active = Submission.status.not_in(NOT_COUNTED)
+def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any], holder: User) -> None:
+    """Refuse a file this account or its team already submitted, and a model name held on
+    the boards (see :mod:`~medvidbench.server.services.names`). Nothing of another team's
+    submissions is consulted but what is public: the same outputs (a public baseline's, say)
+    may come from two teams, and a private run's name or file is never confirmed."""
+    ours = Submission.user_id == holder.id
+    if holder.team_id is not None:
+        ours = or_(ours, Submission.team_id == holder.team_id)
     earlier = session.scalar(
-        select(Submission).where(
+        select(Submission)
+        .where(
+            ours,
             Submission.benchmark_id == benchmark_id,
             Submission.file_sha256 == base["file_sha256"],
-            active,
+            Submission.status.not_in(NOT_COUNTED),
+            Submission.visibility != "withdrawn",  # withdrawn: may come again, renamed
         )
+        .order_by(case((Submission.user_id == holder.id, 0), else_=1), Submission.id)
+        .limit(1)
     )
-    if earlier is not None:
+    if earlier is not None and earlier.user_id == holder.id:
         raise ConflictError(
-            f"this exact file was already submitted as submission {earlier.id} "
+            f"you already submitted this exact file as submission {earlier.id} "
             f"({earlier.model_name!r})"
         )
-    taken = session.scalar(
-        select(Submission.id).where(
-            Submission.benchmark_id == benchmark_id,
-            Submission.model_key == base["model_key"],
-            active,
-        )
-    ) or session.scalar(
-        select(Entry.id)
-        .join(Board)
-        .where(Board.benchmark_id == benchmark_id, Entry.model_key == base["model_key"])
-    )
-    if taken is not None:
+    if earlier is not None:  # a teammate's, perhaps private: not named
+        raise ConflictError("your team already submitted this exact file; submit it once per team")
+    if held_publicly(session, benchmark_id, base["model_key"]):
         raise ConflictError(
             f"the model name {base['model_name']!r} is already on the leaderboard; choose another"
         )

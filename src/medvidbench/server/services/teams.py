@@ -46,6 +46,13 @@ def join_or_request(session: Session, user: User, name: str, *, trusted: bool = 
     if user.team_id is not None:
         raise ConflictError("you are in a team already; leave it first")
     team = find_team(session, name)
+    if team is None and not user.approved:
+        # else anyone could sign up to own any team name before an admin looked at them
+        raise PermissionDeniedError(
+            f"your account waits for an administrator's approval, so it cannot found the team "
+            f"{name!r} yet: leave the team empty (or ask to join an existing team) and create "
+            "it once approved"
+        )
     if team is None:
         team = Team(name=name, owner_id=user.id)
         session.add(team)

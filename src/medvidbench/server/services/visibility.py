@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services.names import held_publicly
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Submission, User
 
@@ -51,7 +54,10 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
             f"visibility must be one of {', '.join(VISIBILITY_CHANGES)}; got {visibility!r}"
         )
     with transaction(runtime.sessions) as session:
-        sub = session.get(Submission, submission_id)
+        # Locked (SELECT ... FOR UPDATE on PostgreSQL; SQLite runs one writer at a time): a
+        # withdrawal and a publish sent at once then run one after the other, and the second
+        # sees the first's result, so a withdrawal is never undone.
+        sub = session.get(Submission, submission_id, with_for_update=True)
         staff = user.role in ("admin", "maintainer")
         if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
             raise NotFoundError(f"no submission {submission_id}")
@@ -59,10 +65,26 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
             raise ConflictError("this submission was withdrawn; a withdrawal is final")
         if sub.visibility == visibility:
             return
+        if visibility == "public" and held_publicly(
+            session, sub.benchmark_id, sub.model_key, sub.id
+        ):
+            raise _name_taken(sub.model_name)
         sub.visibility = visibility
+        try:
+            session.flush()  # a public name is unique: two publishing at once meet here
+        except IntegrityError:
+            raise _name_taken(sub.model_name) from None
         audit(session, user, f"submission.{VISIBILITY_CHANGES[visibility]}", f"submission:{sub.id}")
         events.record(session, sub.id, *_VISIBILITY_EVENTS[visibility])
         board_cache.bump(session, sub.benchmark_id)
+
+
+def _name_taken(name: str) -> ConflictError:
+    return ConflictError(
+        f"the model name {name!r} is now taken on the boards by another submission, so this "
+        "run cannot be published under it; withdraw it and submit the file again under "
+        "another name"
+    )
 
 
 def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:

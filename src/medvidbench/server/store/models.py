@@ -36,8 +36,10 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
-# Submissions in these states hold their model name and file hash; the others do not count.
+# Submissions in these states count (quota, duplicate files); the others do not.
 ACTIVE = ACTIVE_SQL
+# These hold their model name against everyone (a private run's name is nobody else's business).
+HOLDS_NAME = f"{ACTIVE_SQL} AND visibility = 'public'"
 
 
 class Benchmark(Base):
@@ -125,21 +127,15 @@ class Submission(Base):
 
     __tablename__ = "submissions"
     __table_args__ = (
+        # an identical file is refused within an account and its team, under their row locks
+        Index("ix_submission_file", "benchmark_id", "file_sha256"),
         Index(
-            "uq_submission_active_file",
-            "benchmark_id",
-            "file_sha256",
-            unique=True,
-            sqlite_where=text(ACTIVE),
-            postgresql_where=text(ACTIVE),
-        ),
-        Index(
-            "uq_submission_active_name",
+            "uq_submission_public_name",
             "benchmark_id",
             "model_key",
             unique=True,
-            sqlite_where=text(ACTIVE),
-            postgresql_where=text(ACTIVE),
+            sqlite_where=text(HOLDS_NAME),
+            postgresql_where=text(HOLDS_NAME),
         ),
         Index("ix_submission_status", "status"),
     )
@@ -213,7 +209,17 @@ class Entry(Base):
 
     __tablename__ = "entries"
     __table_args__ = (
-        UniqueConstraint("board_id", "model_key"),
+        # a submission's entry follows its visibility (a private run's stays off the board), so
+        # only reported results hold their name here; public submissions hold theirs above
+        Index("ix_entry_name", "board_id", "model_key"),
+        Index(
+            "uq_entry_reported_name",
+            "board_id",
+            "model_key",
+            unique=True,
+            sqlite_where=text("submission_id IS NULL"),
+            postgresql_where=text("submission_id IS NULL"),
+        ),
         UniqueConstraint("board_id", "submission_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -121,14 +121,22 @@ def board(
     rows = board_rows(rt, kind, slug=slug)
     pages = max(1, -(-len(rows) // per_page))
     response.headers["X-Total-Count"] = str(len(rows))
+    # relative references: the request's Host header is the client's to choose (and a cache
+    # in front could hand a forged one to everybody)
     links = [
-        f'<{request.url.include_query_params(page=n, per_page=per_page)}>; rel="{rel}"'
+        f'<{_path_with(request, page=n, per_page=per_page)}>; rel="{rel}"'
         for n, rel in ((page + 1, "next"), (page - 1, "prev"), (pages, "last"))
         if 1 <= n <= pages and n != page
     ]
     if links:
         response.headers["Link"] = ", ".join(links)
     return [asdict(r) for r in rows[(page - 1) * per_page : page * per_page]]
+
+
+def _path_with(request: Request, **params: int) -> str:
+    """This request's path and query with ``params`` changed (no scheme, no host)."""
+    url = request.url.include_query_params(**params)
+    return f"{url.path}?{url.query}"
 
 
 def entry(rt: Rt, entry_id: deps.DbId, slug: str | None = None) -> dict[str, Any]:
@@ -148,7 +156,9 @@ def compare(
 ) -> dict[str, Any]:
     """Two to four entries side by side."""
     definition = _definition(rt, slug)
-    ids = [int(x) for x in entries.split(",") if x.strip().isascii() and x.strip().isdigit()]
+    ids, bad = deps.entry_ids(entries.split(","))
+    if bad:
+        raise UsageError(f"entry ids are whole numbers from 1 to {deps.MAX_ID}; got {bad[0]!r}")
     if not 1 <= len(ids) <= 4:
         raise UsageError("compare 1 to 4 entries: ?entries=3,7")
     rows = {

@@ -18,7 +18,7 @@ from medvidbench import __version__
 from medvidbench.core.errors import MedVidBenchError, NotFoundError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
-from medvidbench.server.web.limits import BodyLimit, FailureLimiter
+from medvidbench.server.web.limits import BodyLimit, LoginThrottle, SlowWork
 from medvidbench.server.web.middleware import SecurityHeaders, UploadGate, is_upload
 from medvidbench.server.web.render import templates
 
@@ -62,7 +62,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.runtime = runtime
-    app.state.login_failures = FailureLimiter(limit=10, window=300.0)
+    app.state.login_failures = LoginThrottle()
+    app.state.password_work = SlowWork()
     # Each add_middleware wraps the ones added before it, so from the outside in: headers on
     # every answer (413s included), the body limit, the session cookie, and the check that an
     # upload's sender is logged in before its body is read.

@@ -93,7 +93,8 @@ def check_csrf(request: Request, form: Any) -> None:
         )
 
 
-MAX_ID = 2**63 - 1
+# ids are INTEGER columns: 32 bits on PostgreSQL, which answers a larger one with an error
+MAX_ID = 2**31 - 1
 DbId = Annotated[int, Path(ge=1, le=MAX_ID, description="A database id.")]
 
 
@@ -105,3 +106,19 @@ def form_id(value: str | None) -> int:
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_ID:
         raise UsageError(f"expected an id, got {text[:20]!r}")
     return int(text)
+
+
+def entry_ids(values: list[str]) -> tuple[list[int], list[str]]:
+    """Ids from a query (``?entries=3,7``), in order without repeats, and the values that
+    cannot be one (not digits, 0, or past what the database holds), shortened for showing."""
+    ids: list[int] = []
+    bad: list[str] = []
+    for value in (v.strip() for v in values):
+        # length first: int() of thousands of digits is slow, and past 4,300 refused
+        if value.isascii() and value.isdigit() and len(value) <= 10 and 1 <= int(value) <= MAX_ID:
+            ids.append(int(value))
+        elif value:
+            bad.append(
+                value if len(value) <= 24 else f"{value[:20]}... ({len(value):,} characters)"
+            )
+    return list(dict.fromkeys(ids)), bad

@@ -1,11 +1,17 @@
-"""Request-size limits enforced on the byte stream, before anything is parsed or stored."""
+"""Limits on what one request can cost: body sizes enforced on the byte stream (before anything
+is parsed or stored), slow password work kept off the event loop, failed-login counts."""
 
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
+import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, ParamSpec, TypeVar
+
+import anyio
 
 from medvidbench.core.errors import MedVidBenchError
 
@@ -119,8 +125,30 @@ async def answer(
     await send({"type": "http.response.body", "body": body})
 
 
+def network_of(address: str) -> str:
+    """The network a throttle counts a client by: an IPv4 address itself, an IPv6 address's
+    /64 (one home connection holds all 2^64 addresses of its /64, so counting single addresses
+    would let it try without end). Anything else (a test client's name) is kept as it is.
+
+    Examples:
+        >>> network_of("2001:db8:1:2:aaaa::7")
+        '2001:db8:1:2::/64'
+        >>> network_of("::ffff:192.0.2.1")
+        '192.0.2.1'
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 class FailureLimiter:
-    """Counts failures per key in a sliding window (login attempts per address and name).
+    """Counts failures per key in a sliding window (login attempts per network and name).
 
     In-process: with several web processes each keeps its own count, which still bounds a
     guesser to (processes x limit) tries per window.
@@ -156,3 +184,58 @@ class FailureLimiter:
     def reset(self, key: str) -> None:
         with self._lock:
             self._failures.pop(key, None)
+
+
+class LoginThrottle:
+    """Failed log-ins counted twice: per network and name (a guesser at home is stopped after
+    a few tries) and per name alone, whatever the address (a guesser spread over many
+    addresses is stopped too). A name that does not exist is counted the same way, so the
+    throttle does not tell which accounts exist.
+
+    The per-name limit is higher: it can also keep the account's owner out for a while, which
+    is the price of bounding a distributed guesser.
+    """
+
+    def __init__(self, per_network: int = 10, per_account: int = 20, window: float = 300.0) -> None:
+        self.by_network = FailureLimiter(per_network, window)
+        self.by_account = FailureLimiter(per_account, window)
+
+    @staticmethod
+    def _keys(address: str, username: str) -> tuple[str, str]:
+        name = username.casefold()
+        return f"{network_of(address)}|{name}", name
+
+    def wait(self, address: str, username: str) -> float:
+        """Seconds until this client may try this name again (0: now)."""
+        network, account = self._keys(address, username)
+        return max(self.by_network.blocked(network), self.by_account.blocked(account))
+
+    def failed(self, address: str, username: str) -> None:
+        network, account = self._keys(address, username)
+        self.by_network.fail(network)
+        self.by_account.fail(account)
+
+    def succeeded(self, address: str, username: str) -> None:
+        # the per-name count stays: a success does not give a distributed guesser new tries
+        self.by_network.reset(self._keys(address, username)[0])
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class SlowWork:
+    """Work that holds a core for a while (argon2 on log-in and sign-up), run in worker
+    threads, a few at a time.
+
+    On the event loop one hash stalls every other request (four anonymous login connections
+    kept health waiting for seconds). In threads of its own the loop keeps answering (argon2
+    releases the interpreter lock), and the limiter makes a flood of logins queue here instead
+    of taking every thread of the pool that the plain (sync) routes share.
+    """
+
+    def __init__(self, at_once: int | None = None) -> None:
+        self.limiter = anyio.CapacityLimiter(at_once or min(4, os.cpu_count() or 1))
+
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self.limiter)

@@ -22,6 +22,7 @@ from medvidbench.server.web.deps import (
     log_in,
     log_out,
 )
+from medvidbench.server.web.limits import network_of
 from medvidbench.server.web.pages.common import see as _see
 from medvidbench.server.web.render import notify, page
 
@@ -41,23 +42,27 @@ async def login(request: Request) -> Response:
     target = target if target.startswith("/") and not target.startswith("//") else "/"
     rt = request.app.state.runtime
     username = str(form.get("username", ""))
-    key = f"{request.client.host if request.client else '?'}|{username.casefold()}"
-    limiter = request.app.state.login_failures
-    wait = limiter.blocked(key)
+    address = request.client.host if request.client else "?"
+    throttle = request.app.state.login_failures
+    wait = throttle.wait(address, username)
     if wait:
-        return page(
+        answer = page(
             request,
             "login.html",
             status=429,
             next=target,
             error=f"too many failed attempts; try again in {int(wait) + 1} s",
         )
+        answer.headers["Retry-After"] = str(int(wait) + 1)
+        return answer
     try:
-        user = accounts.sign_in(rt, username, str(form.get("password", "")))
+        user = await request.app.state.password_work.run(
+            accounts.sign_in, rt, username, str(form.get("password", ""))
+        )
     except MedVidBenchError as exc:
-        limiter.fail(key)
+        throttle.failed(address, username)
         return page(request, "login.html", status=401, next=target, error=exc.message)
-    limiter.reset(key)
+    throttle.succeeded(address, username)
     log_in(request, user)
     notify(request, "logged-in")
     return _see(target)
@@ -83,9 +88,11 @@ async def signup(request: Request) -> Response:
         raise PermissionDeniedError("sign-up is closed on this server; ask an admin")
     form = await request.form()
     check_csrf(request, form)
-    address = request.client.host if request.client else ""
+    # counted per network: an IPv6 client's whole /64, an IPv4 client's address
+    address = network_of(request.client.host) if request.client else ""
     try:
-        user = accounts.sign_up(
+        user = await request.app.state.password_work.run(  # argon2: off the event loop
+            accounts.sign_up,
             rt,
             str(form.get("username", "")),
             str(form.get("password", "")),

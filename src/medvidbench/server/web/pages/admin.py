@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import (
+    ConflictError,
     NotFoundError,
     UsageError,
 )
@@ -99,29 +100,30 @@ def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 
 def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
+    """Queue a re-score (or a re-judging), then audit it: a refused one writes nothing."""
     from medvidbench.server.jobs import Jobs
 
     sid = form_id(f.get("submission_id"))
-    accounts.record(
-        rt,
-        actor,
-        f"submission.{f.get('kind', 'rescore')}",
-        f"submission:{sid}",
-        profile=f.get("profile", ""),
-    )
+    definition = rt.definition(benchmark_of(rt, sid))  # an unknown id stops here (404)
+    kind = f.get("kind", "rescore")
     if isinstance(rt.queue, Jobs):
-        if f.get("kind") == "rejudge":
+        if kind == "rejudge":
             from medvidbench.server.services.evaluations import request_rejudge
 
-            if request_rejudge(rt, sid):
-                rt.queue.judge(sid)
+            if not request_rejudge(rt, sid):
+                raise ConflictError(
+                    f"submission {sid} is not scored yet, so it cannot be re-judged"
+                )
+            rt.queue.judge(sid)
         else:
             from medvidbench.server.services.evaluations import request_rescore
 
-            definition = rt.definition(benchmark_of(rt, sid))
             profile = definition.profile(f.get("profile") or None).name
             if request_rescore(rt, sid, profile):
                 rt.queue.rescore(sid, profile)
+    accounts.record(
+        rt, actor, f"submission.{kind}", f"submission:{sid}", profile=f.get("profile", "")
+    )
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ from medvidbench.server.services import boards, catalogue
 from medvidbench.server.services.submissions import current_benchmark, quota, submit
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
-from medvidbench.server.web.deps import check_csrf, current_user
+from medvidbench.server.web.deps import check_csrf, current_user, entry_ids
 from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
 from medvidbench.server.web.views import board_context
@@ -68,8 +68,7 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
     asked = [x.strip() for x in entries.split(",") if x.strip()]
     asked += [x.strip() for x in request.query_params.getlist("pick") if x.strip()]
     problems, default = [], ""
-    numbers = list(dict.fromkeys(int(x) for x in asked if x.isascii() and x.isdigit()))
-    unknown = [x for x in asked if not (x.isascii() and x.isdigit())]
+    numbers, unknown = entry_ids(asked)
     unknown += [str(i) for i in numbers if i not in rows]
     if unknown:
         problems.append(f"No entry {', '.join(unknown)} on the {definition.title} boards.")
