@@ -64,7 +64,9 @@ class Runtime:
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, Any] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
-        self.upload_checker = UploadChecker(settings.upload_process_bytes)
+        self.upload_checker = UploadChecker(
+            settings.upload_process_bytes, settings.max_submission_bytes
+        )
         self.boards = BoardCache()  # ranked board rows, per benchmark generation
 
     @cached_property

@@ -23,7 +23,9 @@ from medvidbench.core.submission import ValidationReport
 _CHILD_TEST_SETS: dict[tuple[str, str, str], Any] = {}
 
 
-def _check_in_child(slug: str, gt_path: str, sha256: str, data: str, name: str) -> ValidationReport:
+def _check_in_child(
+    slug: str, gt_path: str, sha256: str, data: str, name: str, max_bytes: int
+) -> ValidationReport:
     """Runs in the child: the report of the file ``data`` against the stored test set."""
     import gzip
 
@@ -34,15 +36,17 @@ def _check_in_child(slug: str, gt_path: str, sha256: str, data: str, name: str) 
             _CHILD_TEST_SETS.clear()  # one test set at a time: memory stays bounded
             _CHILD_TEST_SETS[key] = bench.load_ground_truth(fh.read())
     return bench.validate_submission(
-        Path(data), _CHILD_TEST_SETS[key], max_bytes=1 << 62, name=name
+        Path(data), _CHILD_TEST_SETS[key], max_bytes=max_bytes, name=name
     ).report
 
 
 class UploadChecker:
-    """Validates uploads; those of ``threshold`` bytes or more in one child process."""
+    """Validates uploads; those of ``threshold`` bytes or more in one child process. No file
+    is read, nor any archive unpacked, past ``max_bytes`` (the configured upload limit)."""
 
-    def __init__(self, threshold: int) -> None:
+    def __init__(self, threshold: int, max_bytes: int) -> None:
         self.threshold = threshold
+        self.max_bytes = max_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -68,9 +72,9 @@ class UploadChecker:
         Only a file is sent to the child (by its path: the bytes never cross the pipe)."""
         if isinstance(data, bytes) or data.stat().st_size < self.threshold:
             source = data if isinstance(data, bytes) else data.read_bytes()
-            return bench.validate_submission(source, gt, name=name).report
+            return bench.validate_submission(source, gt, max_bytes=self.max_bytes, name=name).report
         future = self._executor().submit(
-            _check_in_child, bench.slug, str(gt_path), sha256, str(data), name
+            _check_in_child, bench.slug, str(gt_path), sha256, str(data), name, self.max_bytes
         )
         return future.result()
 
