@@ -223,3 +223,38 @@ def test_deep_json_is_a_clear_422_for_medvidbench_too(
         assert response.status_code == 422, response.text
         assert "too deeply" in response.json()["problems"][0]["message"]
     _nothing_stored(web_runtime)
+
+
+@pytest.mark.parametrize(
+    ("body", "filename"),
+    [
+        (b"[]", "empty.json"),
+        (b'{"predictions": []}', "empty.json"),
+        (_zip({"empty.json": b"[]"}), "empty.zip"),
+        (b'[{"patch": {"TOTAL": 0}}]', "empty.json"),  # a counters record and no item
+    ],
+)
+def test_an_empty_file_is_refused_and_spends_no_quota(
+    medsg: tuple[TestClient, Runtime, str], body: bytes, filename: str
+) -> None:
+    client, rt, token = medsg
+    response = _send(client, token, body, "Empty", filename)
+    assert response.status_code == 422, response.text
+    message = response.json()["problems"][0]["message"]
+    assert message.startswith(f"{filename}: no predictions: the file answers no test item")
+    _nothing_stored(rt)
+    assert _used(client, token) == 0
+
+
+def test_an_empty_medvidbench_file_is_refused(client: TestClient, web_runtime: Runtime) -> None:
+    login(client, web_runtime)
+    token = token_for(client)
+    for body in (b"[]", b"{}", b"", b'{"predictions": []}'):
+        response = client.post(
+            "/api/v1/submissions",
+            headers={"Authorization": f"Bearer {token}"},
+            files={"file": ("empty.json", body, "application/json")},
+            data={"model_name": "Empty"},
+        )
+        assert response.status_code == 422, (body, response.text)
+    _nothing_stored(web_runtime)

@@ -161,6 +161,14 @@ def validate_submission(
                 )
             )
     report.matched = sum(p is not None for p in predictions)
+    if not report.matched and not report.errors:  # `[]`, `{"predictions": []}`, counters only
+        report.errors.add(
+            Problem(
+                "no-predictions",
+                f"{_where(name)}no predictions: the file answers no test item (expected "
+                "{task, index, prediction} records or the official script's results records)",
+            )
+        )
     return matched
 
 
