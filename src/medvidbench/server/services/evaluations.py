@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
-from medvidbench.server.services.steps import _report
+from medvidbench.server.services import board_cache, item_results
+from medvidbench.server.services.steps import _report, add_evaluation
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Evaluation, Submission
 
@@ -66,32 +66,26 @@ def current_evaluation(
 
 
 def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
-    """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
-    report = _report(runtime, submission_id, profile=profile)
+    """Add an evaluation under another profile (or a new scorer version); old ones are kept.
+    An existing one stored before per-item results were kept gets them now."""
+    scoring = _report(runtime, submission_id, profile=profile)
+    report = scoring.report
     try:
         with transaction(runtime.sessions) as session:
-            if session.scalar(
+            existing = session.scalar(
                 select(Evaluation.id).where(
                     Evaluation.submission_id == submission_id,
                     Evaluation.profile == profile,
                     Evaluation.scorer_version == report.scorer_version,
                     Evaluation.judge_id == "",
                 )
-            ):
-                return False
-            session.add(
-                Evaluation(
-                    submission_id=submission_id,
-                    profile=report.profile,
-                    scorer_version=report.scorer_version,
-                    judge_id="",
-                    metrics=report.metrics,
-                    per_dataset=report.per_dataset,
-                    per_task=report.per_task,
-                    judge=None,
-                    statistics=report.statistics,
-                )
             )
+            if existing is None:
+                add_evaluation(session, submission_id, scoring, "")
+            elif scoring.items is not None and not item_results.kept(session, existing):
+                item_results.store(session, existing, scoring.items)
+            else:
+                return False
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
         return False  # another worker stored the same evaluation first
