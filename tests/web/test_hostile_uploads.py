@@ -97,6 +97,11 @@ def _many_entries() -> bytes:
     return _zip({f"{i}.txt": b"" for i in range(2_000)}, zipfile.ZIP_STORED)
 
 
+def _many_entries_zip64() -> bytes:
+    """More entries than a plain end record can count: only the zip64 record says how many."""
+    return _zip({str(i): b"" for i in range(70_000)}, zipfile.ZIP_STORED)
+
+
 HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
     "bomb": (_bomb, "x.zip: the zip's files say they unpack to 67,108,866 bytes"),
     "bomb with lying sizes": (_lying_bomb, "x.zip: member 'a.json' is damaged"),
@@ -107,6 +112,10 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
     "corrupt data": (_corrupt_data, "x.zip: member 'x.json' is damaged"),
     "truncated": (_truncated, "x.zip: the zip file cannot be read"),
     "too many entries": (_many_entries, "x.zip: the zip holds more than 1,000 entries"),
+    "too many entries, zip64": (
+        _many_entries_zip64,
+        "x.zip: the zip holds more than 1,000 entries",
+    ),
     "deep JSON in a zip": (
         lambda: _zip({"d.json": DEEP}),
         "d.json: the submission nests arrays or objects too deeply",

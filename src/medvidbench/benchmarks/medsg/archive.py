@@ -46,7 +46,21 @@ def _declared_entries(data: bytes) -> tuple[int, int] | None:
         if pos < 0 or len(data) - pos < _EOCD_SIZE:
             return None
     entries, cd_size = struct.unpack("<HI", data[pos + 10 : pos + 16])
+    if entries == 0xFFFF or cd_size == 0xFFFFFFFF:
+        return _zip64_entries(data, pos)
     return entries, cd_size
+
+
+def _zip64_entries(data: bytes, eocd: int) -> tuple[int, int]:
+    """The counts of a zip64 end record (the end record's own fields are placeholders); a
+    zip64 zip without a readable one counts as too many entries."""
+    locator = eocd - 20
+    if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
+        (record,) = struct.unpack("<Q", data[locator + 8 : locator + 16])
+        if data[record : record + 4] == b"PK\x06\x06" and len(data) >= record + 48:
+            entries, cd_size = struct.unpack("<QQ", data[record + 32 : record + 48])
+            return int(entries), int(cd_size)
+    return 0xFFFF, 0xFFFFFFFF
 
 
 def _open(data: bytes, label: str) -> zipfile.ZipFile:
