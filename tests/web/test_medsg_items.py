@@ -14,7 +14,9 @@ from fastapi.testclient import TestClient
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.web.app import create_app
-from tests.server.conftest import build_runtime, make_user
+from tests.server.conftest import build_runtime, make_user, postgres_url
+
+__all__ = ["postgres_url"]  # the fixture, for the PostgreSQL case
 
 # A 1x1 PNG.
 PNG = base64.b64decode(
@@ -141,7 +143,10 @@ def test_a_view_reads_the_kept_results_and_never_reparses(
     assert "[5, 5, 50, 50]" in referring and "referring#0" in referring
 
 
-def test_the_kept_results_are_those_a_fresh_scoring_gives(tmp_path: Path) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_kept_results_are_those_a_fresh_scoring_gives(
+    tmp_path: Path, request: pytest.FixtureRequest, database: str
+) -> None:
     """On a synthetic MedSG-Bench (every task, several pages), each item the browser shows has
     the answer, value, flags and box that scoring the stored file again gives."""
     from medvidbench import benchmarks
@@ -151,7 +156,8 @@ def test_the_kept_results_are_those_a_fresh_scoring_gives(tmp_path: Path) -> Non
     medsg = benchmarks.get("medsg")
     assert medsg.synthesise is not None
     demo = medsg.synthesise(tmp_path / "demo", 400, 3)
-    rt = build_runtime(tmp_path, None, demo["ground_truth"], benchmarks="medsg")
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
+    rt = build_runtime(tmp_path, url, demo["ground_truth"], benchmarks="medsg")
     try:
         user = make_user(rt)
         sent = demo["qwen-json"].read_bytes()
