@@ -267,3 +267,19 @@ def test_an_empty_medvidbench_file_is_refused(client: TestClient, web_runtime: R
         )
         assert response.status_code == 422, (body, response.text)
     _nothing_stored(web_runtime)
+
+
+def test_a_hostile_zip_sent_by_the_web_form_gets_the_same_message(
+    medsg: tuple[TestClient, Runtime, str],
+) -> None:
+    from tests.web.conftest import csrf
+
+    client, rt, _ = medsg
+    sent = client.post(
+        "/b/medsg/submit",
+        data={"model_name": "Form bomb", "csrf": csrf(client, "/b/medsg/submit")},
+        files={"file": ("x.zip", _encrypted(), "application/zip")},
+    )
+    assert sent.status_code == 422
+    assert "member &#39;x.json&#39; is encrypted; upload an unencrypted zip" in sent.text
+    _nothing_stored(rt)
