@@ -182,3 +182,21 @@ def test_synthetic_predictions_are_deterministic() -> None:
     gt = generate_ground_truth(40, 1)
     assert generate_predictions(gt, "strong", 1) == generate_predictions(gt, "strong", 1)
     assert generate_ground_truth(40, 1) == gt
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+@pytest.mark.parametrize("slug", ["medsg", "medvidbench"])
+@pytest.mark.parametrize("body", [DEEP, b'{"a": ' + DEEP + b"}\n"], ids=["json", "jsonl"])
+def test_a_ground_truth_nested_too_deeply_is_a_problem_not_a_crash(slug: str, body: bytes) -> None:
+    with pytest.raises(InvalidGroundTruthError, match="too deeply"):
+        benchmarks.get(slug).load_ground_truth(body)
+
+
+def test_predictions_nested_too_deeply_are_a_problem_not_a_crash(
+    demo: dict[str, Path],
+) -> None:
+    for body in (DEEP, b'{"predictions": ' + DEEP + b"}"):
+        with pytest.raises(InvalidSubmissionError, match="too deeply"):
+            run(body, demo["ground_truth"])

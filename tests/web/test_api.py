@@ -111,7 +111,9 @@ def test_large_uploads_are_checked_in_a_child_process_with_the_same_result(
 ) -> None:
     from medvidbench.server.upload_check import UploadChecker
 
-    web_runtime.upload_checker = UploadChecker(threshold=0)  # every upload goes to the child
+    web_runtime.upload_checker = UploadChecker(
+        0, web_runtime.settings.max_submission_bytes
+    )  # every upload goes to the child
     try:
         login(client, web_runtime)
         token = token_for(client)

@@ -14,7 +14,9 @@ from fastapi.testclient import TestClient
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.web.app import create_app
-from tests.server.conftest import build_runtime, make_user
+from tests.server.conftest import build_runtime, make_user, postgres_url
+
+__all__ = ["postgres_url"]  # the fixture, for the PostgreSQL case
 
 # A 1x1 PNG.
 PNG = base64.b64decode(
@@ -105,3 +107,107 @@ def test_options_the_board_cannot_score_are_refused_at_upload(
         user = user_named(session, "alice")
     with pytest.raises(InvalidSubmissionError, match="need the corrected profile"):
         submit(rt, user, json.dumps(declared).encode(), "Scaled", benchmark="medsg")
+
+
+def _boom(*_: object, **__: object) -> None:
+    raise AssertionError("a view must not open the upload or parse an answer")
+
+
+def _never_reparse(monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> None:
+    import zipfile
+
+    from medvidbench.benchmarks.medsg import archive, scoring, submission, tasks
+
+    monkeypatch.setattr(rt, "read", _boom)  # the stored upload
+    monkeypatch.setattr(zipfile, "ZipFile", _boom)
+    monkeypatch.setattr(archive, "json_members", _boom)
+    monkeypatch.setattr(submission, "validate_submission", _boom)
+    for name in ("score_official", "score_corrected"):
+        monkeypatch.setattr(tasks, name, _boom)
+    for name in ("parse_strong", "parse_old", "parse_corrected"):
+        monkeypatch.setattr(scoring, name, _boom)
+
+
+def test_a_view_reads_the_kept_results_and_never_reparses(
+    served: tuple[TestClient, Runtime, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, rt, sub = served
+    _never_reparse(monkeypatch, rt)
+    patch = client.get(f"{sub}/items?task=patch")
+    assert patch.status_code == 200, patch.text
+    assert "(10,10),(60,60)" in patch.text and ">nothing</pre>" in patch.text
+    assert 'class="unparsed"' in patch.text  # patch#1 could not be read
+    failed = client.get(f"{sub}/items?task=patch&failed=1").text
+    assert "nothing" in failed and "(10,10),(60,60)" not in failed
+    referring = client.get(f"{sub}/items?task=referring&bucket=0.7-1").text
+    assert "[5, 5, 50, 50]" in referring and "referring#0" in referring
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_kept_results_are_those_a_fresh_scoring_gives(
+    tmp_path: Path, request: pytest.FixtureRequest, database: str
+) -> None:
+    """On a synthetic MedSG-Bench (every task, several pages), each item the browser shows has
+    the answer, value, flags and box that scoring the stored file again gives."""
+    from medvidbench import benchmarks
+    from medvidbench.core.scoring import Context
+    from medvidbench.server.services.items import PER_PAGE, item_page
+
+    medsg = benchmarks.get("medsg")
+    assert medsg.synthesise is not None
+    demo = medsg.synthesise(tmp_path / "demo", 400, 3)
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
+    rt = build_runtime(tmp_path, url, demo["ground_truth"], benchmarks="medsg")
+    try:
+        user = make_user(rt)
+        sent = demo["qwen-json"].read_bytes()
+        sub = submit(rt, user, sent, "Fresh", benchmark="medsg")
+        gt = rt.ground_truth(medsg_sha(rt), "medsg")
+        matched = medsg.validate_submission(sent, gt)
+        checked = 0
+        for task, scorer in medsg.scorers().items():
+            items = [s for s in gt.samples if s.task == task]
+            if not items:
+                continue
+            texts = [matched.predictions[s.index] for s in items]
+            fresh = scorer.evaluate(items, texts, medsg.profile(), Context(options=matched.options))
+            shown = []
+            for n in range(1, -(-len(items) // PER_PAGE) + 1):
+                shown += item_page(rt, sub.id, user, task, page=n).rows
+            assert [r.key for r in shown] == [s.sample_id for s in items]
+            for row, s, r, text in zip(shown, items, fresh.samples, texts, strict=True):
+                assert row.answer == (text if isinstance(text, str) else str(text))[:600]
+                assert (row.parsed, row.note, row.values) == (r.parsed, r.note, r.values)
+                assert row.drawing == medsg.item_drawing(s, r) | {"image_url": None}
+                checked += 1
+        assert checked == len(gt.samples)
+    finally:
+        rt.engine.dispose()
+
+
+def medsg_sha(rt: Runtime) -> str:
+    from medvidbench.server.services.submissions import current_benchmark
+
+    return current_benchmark(rt, "medsg").gt_sha256
+
+
+def test_an_evaluation_scored_before_items_were_kept_asks_for_a_rescore(
+    served: tuple[TestClient, Runtime, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import delete
+
+    from medvidbench.server.services.evaluations import rescore
+    from medvidbench.server.store.db import transaction
+    from medvidbench.server.store.models import EvaluationItem
+
+    client, rt, sub = served
+    with transaction(rt.sessions) as session:
+        session.execute(delete(EvaluationItem))  # as stored before this version
+    with monkeypatch.context() as patched:
+        _never_reparse(patched, rt)
+        page = client.get(f"{sub}/items")
+    assert page.status_code == 200 and 'id="rescore-to-browse"' in page.text
+    assert "Re-score it to browse its items" in page.text and 'id="items"' not in page.text
+    assert rescore(rt, int(sub.name), "official")  # the admin's re-score keeps them now
+    again = client.get(f"{sub}/items?task=patch").text
+    assert "(10,10),(60,60)" in again and "rescore-to-browse" not in again

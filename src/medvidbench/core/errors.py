@@ -8,6 +8,7 @@ arrived, and where. User mistakes never surface as tracebacks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -176,6 +177,19 @@ class QuotaExceededError(MedVidBenchError):
         if self.retry_after is not None:
             out["retry_at"] = self.retry_after.isoformat(timespec="seconds")
         return out
+
+
+class TryLaterError(MedVidBenchError):
+    """The server cannot do this now through no fault of the caller (the process that checks
+    uploads died, the disk is full); ``retry_after`` (a UTC datetime) says when to try again."""
+
+    http_status = 503
+    exit_code = 1
+
+    def __init__(self, message: str, retry_seconds: int, status: int = 503) -> None:
+        super().__init__(message)
+        self.http_status = status
+        self.retry_after = datetime.now(UTC) + timedelta(seconds=retry_seconds)
 
 
 class RateLimitedError(MedVidBenchError):

@@ -83,6 +83,7 @@ def evaluate(
     options: Mapping[str, Any] | None = None,
     bootstrap: int | None = None,
     seed: int = 0,
+    on_result: Callable[[TaskResult], None] | None = None,
 ) -> Report:
     """Score a submission on every task of ``benchmark`` it answers.
 
@@ -102,6 +103,8 @@ def evaluate(
             declares (``matched.options``).
         bootstrap: Replicates of a cluster bootstrap for 95 % intervals (None: no intervals);
             ``seed`` seeds it. Judged metrics use the judgements already made.
+        on_result: Called with each rule-based task's result, its per-sample outcomes
+            included (the server keeps them for its item browser).
 
     Raises:
         InvalidSubmissionError: when the prediction file is invalid.
@@ -169,6 +172,8 @@ def evaluate(
                 timings[task] = time.perf_counter() - started
                 results.append(result)
                 scored_by.append(scorers[task])
+                if on_result is not None:
+                    on_result(result)
                 per_task[task] = {
                     "status": "scored",
                     **result.diagnostics,

@@ -253,7 +253,7 @@ class RewardStats:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"cannot read reward statistics {path}: {exc.strerror}") from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise UsageError(f"{path}: not JSON ({exc})") from None
         return cls.from_dict(data, str(path))
 

@@ -8,11 +8,13 @@ in it is the owner's alone: folders 0700, files 0600, whatever the process umask
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,34 @@ from sqlalchemy.orm import Session, sessionmaker
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
-from medvidbench.core.errors import NotFoundError, UsageError
+from medvidbench.core.errors import NotFoundError, TryLaterError, UsageError
 from medvidbench.server.services.board_cache import BoardCache
 from medvidbench.server.store.db import database_url, make_engine, make_sessions, upgrade
 from medvidbench.server.upload_check import UploadChecker
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+DISK_FULL_RETRY = 600
+
+
+@contextmanager
+def storing(path: Path) -> Iterator[None]:
+    """Writing an upload's file: on any failure it is removed (never left half-written), and a
+    full disk or quota becomes a 507 the uploader can act on instead of a bare 500."""
+    try:
+        yield
+    except BaseException as exc:
+        path.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            raise TryLaterError(
+                "the server's disk is full, so your file could not be stored; nothing was "
+                "stored and no quota was used: try again later (the administrators need to "
+                "free space)",
+                DISK_FULL_RETRY,
+                status=507,
+            ) from None
+        raise
 
 
 def private_dir(path: Path) -> None:
@@ -64,7 +87,9 @@ class Runtime:
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, Any] = {}
         self.queue: object | None = None  # set by jobs.attach_queue
-        self.upload_checker = UploadChecker(settings.upload_process_bytes)
+        self.upload_checker = UploadChecker(
+            settings.upload_process_bytes, settings.max_submission_bytes
+        )
         self.boards = BoardCache()  # ranked board rows, per benchmark generation
 
     @cached_property
@@ -139,11 +164,12 @@ class Runtime:
         file under ``incoming/``, to be renamed into place (:meth:`Path.replace`) once its
         database row exists."""
         path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
-        if isinstance(source, bytes):
-            _write_gzip(path, [source])
-        else:
-            with open(source, "rb") as raw:
-                _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
+        with storing(path):
+            if isinstance(source, bytes):
+                _write_gzip(path, [source])
+            else:
+                with open(source, "rb") as raw:
+                    _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
         return path
 
     @staticmethod

@@ -6,24 +6,34 @@ behind it (measured: a 168 MB upload held the health check's p95 near 300 ms). A
 has its own interpreter, so the web process only waits for the answer. Small files, the usual
 case, are checked in the calling thread, where a process round trip would cost more than it
 saves. The child keeps each test set it has loaded, keyed by its file hash.
+
+The child can die (the OOM killer, an operator's kill): the pool is then broken for good, so
+it is replaced and the check tried once more; a second death answers 503 for that upload only.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.errors import TryLaterError
 from medvidbench.core.submission import ValidationReport
 
+log = logging.getLogger(__name__)
+RETRY_SECONDS = 30
 _CHILD_TEST_SETS: dict[tuple[str, str, str], Any] = {}
 
 
-def _check_in_child(slug: str, gt_path: str, sha256: str, data: str, name: str) -> ValidationReport:
+def _check_in_child(
+    slug: str, gt_path: str, sha256: str, data: str, name: str, max_bytes: int
+) -> ValidationReport:
     """Runs in the child: the report of the file ``data`` against the stored test set."""
     import gzip
 
@@ -34,15 +44,17 @@ def _check_in_child(slug: str, gt_path: str, sha256: str, data: str, name: str) 
             _CHILD_TEST_SETS.clear()  # one test set at a time: memory stays bounded
             _CHILD_TEST_SETS[key] = bench.load_ground_truth(fh.read())
     return bench.validate_submission(
-        Path(data), _CHILD_TEST_SETS[key], max_bytes=1 << 62, name=name
+        Path(data), _CHILD_TEST_SETS[key], max_bytes=max_bytes, name=name
     ).report
 
 
 class UploadChecker:
-    """Validates uploads; those of ``threshold`` bytes or more in one child process."""
+    """Validates uploads; those of ``threshold`` bytes or more in one child process. No file
+    is read, nor any archive unpacked, past ``max_bytes`` (the configured upload limit)."""
 
-    def __init__(self, threshold: int) -> None:
+    def __init__(self, threshold: int, max_bytes: int) -> None:
         self.threshold = threshold
+        self.max_bytes = max_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -68,11 +80,28 @@ class UploadChecker:
         Only a file is sent to the child (by its path: the bytes never cross the pipe)."""
         if isinstance(data, bytes) or data.stat().st_size < self.threshold:
             source = data if isinstance(data, bytes) else data.read_bytes()
-            return bench.validate_submission(source, gt, name=name).report
-        future = self._executor().submit(
-            _check_in_child, bench.slug, str(gt_path), sha256, str(data), name
+            return bench.validate_submission(source, gt, max_bytes=self.max_bytes, name=name).report
+        args = (bench.slug, str(gt_path), sha256, str(data), name, self.max_bytes)
+        for _ in range(2):
+            pool = self._executor()
+            try:
+                return pool.submit(_check_in_child, *args).result()
+            except BrokenProcessPool:
+                log.warning("the upload-checking child process died; starting a new one")
+                self._discard(pool)
+        raise TryLaterError(
+            "the process that checks large uploads stopped twice while checking this file "
+            f"(the server may be short of memory); nothing was stored, try again in "
+            f"{RETRY_SECONDS} seconds",
+            RETRY_SECONDS,
         )
-        return future.result()
+
+    def _discard(self, pool: ProcessPoolExecutor) -> None:
+        """Forget a broken pool (unless another thread already replaced it)."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from medvidbench.benchmarks.medsg.archive import ZIP_MAGIC, ArchiveRefused, json_members
 from medvidbench.benchmarks.medsg.testset import TASKS, Item, TestSet
 from medvidbench.core.errors import Problem
 from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
@@ -39,42 +40,10 @@ _TAGS = re.compile(
 )
 _NOT_LETTER = re.compile(r"[^a-z]")
 _MISSING_SHOWN = 20
-ZIP_MAGIC = b"PK\x03\x04"
-MAX_MEMBERS = 64
 
 
-def _members(data: bytes, max_bytes: int, report: ValidationReport) -> list[tuple[str, bytes]]:
-    """The ``*.json`` members of a zip upload, in name order, refusing one that would unpack
-    to more than ``max_bytes`` (a zip bomb) before reading it."""
-    import io
-    import zipfile
-
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        report.errors.add(Problem("bad-zip", f"the zip file cannot be read: {exc}"))
-        return []
-    infos = sorted(
-        (i for i in archive.infolist() if i.filename.endswith(".json") and not i.is_dir()),
-        key=lambda i: i.filename,
-    )
-    if len(infos) > MAX_MEMBERS or sum(i.file_size for i in infos) > max_bytes:
-        report.errors.add(
-            Problem(
-                "zip-too-large",
-                f"the zip holds more than {MAX_MEMBERS} files or {max_bytes:,} bytes",
-            )
-        )
-        return []
-    out = []
-    for info in infos:
-        with archive.open(info) as member:
-            body = member.read(max_bytes + 1)
-        if len(body) > max_bytes:
-            report.errors.add(Problem("zip-too-large", f"{info.filename} unpacks past the limit"))
-            return []
-        out.append((Path(info.filename).name, body))
-    return out
+def _where(part: str) -> str:
+    return f"{part}: " if part else ""
 
 
 def _letters(text: str) -> str:
@@ -114,14 +83,28 @@ def validate_submission(
     predictions: list[Any] = [None] * len(gt)
     matched = MatchedSubmission(report, predictions)
     if parts is None:
-        parts = _members(source, max_bytes, report) if source[:4] == ZIP_MAGIC else [("", source)]
+        parts = [("", source)]
+        if source[:4] == ZIP_MAGIC:
+            try:
+                parts = json_members(source, max_bytes, name)
+            except ArchiveRefused as exc:
+                report.errors.add(Problem("bad-zip", str(exc)))
+                return matched
     raw: Any = []
     for part, data in parts:
         try:
             decoded = json.loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
-            where = f"{part}: " if part else ""
-            report.errors.add(Problem("not-json", f"{where}the submission is not JSON: {exc}"))
+            report.errors.add(
+                Problem("not-json", f"{_where(part)}the submission is not JSON: {exc}")
+            )
+            return matched
+        except RecursionError:
+            report.errors.add(
+                Problem(
+                    "too-deep", f"{_where(part)}the submission nests arrays or objects too deeply"
+                )
+            )
             return matched
         if len(parts) == 1:
             raw = decoded
@@ -183,6 +166,14 @@ def validate_submission(
                 )
             )
     report.matched = sum(p is not None for p in predictions)
+    if not report.matched and not report.errors:  # `[]`, `{"predictions": []}`, counters only
+        report.errors.add(
+            Problem(
+                "no-predictions",
+                f"{_where(name)}no predictions: the file answers no test item (expected "
+                "{task, index, prediction} records or the official script's results records)",
+            )
+        )
     return matched
 
 

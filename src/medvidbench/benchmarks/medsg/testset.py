@@ -136,6 +136,9 @@ def load_ground_truth(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_B
         except (ValueError, UnicodeDecodeError) as exc:
             problems.add(Problem("not-json", f"{name}: not JSON ({exc})"))
             continue
+        except RecursionError:
+            problems.add(Problem("too-deep", f"{name}: nests arrays or objects too deeply"))
+            continue
         if not isinstance(raw, list):
             problems.add(Problem("wrong-type", f"{name}: expected a JSON list of records"))
             continue

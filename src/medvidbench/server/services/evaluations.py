@@ -13,8 +13,8 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
-from medvidbench.server.services.steps import _report
+from medvidbench.server.services import board_cache, events, item_results
+from medvidbench.server.services.steps import _report, add_evaluation
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Evaluation, Submission, SubmissionEvent
 
@@ -86,44 +86,36 @@ def request_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
 
 def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     """Add an evaluation under another profile (or a new scorer version); old ones are kept.
+    An existing one stored before per-item results were kept gets them now.
 
     The start and the end are logged (see RESCORE_EVENTS), so a re-score whose worker died is
-    run again by the reaper; returns whether a new evaluation was stored.
+    run again by the reaper; returns whether something was stored.
     """
     with transaction(runtime.sessions) as session:
         events.record(session, submission_id, "rescore-started", profile)
-    report = _report(runtime, submission_id, profile=profile)
+    scoring = _report(runtime, submission_id, profile=profile)
+    report = scoring.report
     try:
         with transaction(runtime.sessions) as session:
-            if session.scalar(
+            events.record(session, submission_id, "rescored", profile)
+            existing = session.scalar(
                 select(Evaluation.id).where(
                     Evaluation.submission_id == submission_id,
                     Evaluation.profile == profile,
                     Evaluation.scorer_version == report.scorer_version,
                     Evaluation.judge_id == "",
                 )
-            ):
-                events.record(session, submission_id, "rescored", profile)
-                return False
-            events.record(session, submission_id, "rescored", profile)
-            session.add(
-                Evaluation(
-                    submission_id=submission_id,
-                    profile=report.profile,
-                    scorer_version=report.scorer_version,
-                    judge_id="",
-                    metrics=report.metrics,
-                    per_dataset=report.per_dataset,
-                    per_task=report.per_task,
-                    judge=None,
-                    statistics=report.statistics,
-                )
             )
+            if existing is None:
+                add_evaluation(session, submission_id, scoring, "")
+            elif scoring.items is not None and not item_results.kept(session, existing):
+                item_results.store(session, existing, scoring.items)
+            else:
+                return False
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
-
 
 def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
     """Re-scores asked for or started longer than a job lease ago and never finished, as

@@ -2,8 +2,9 @@
 
 When anyone can read the labels, showing a submitter (and everyone) each item's answer, score and
 reference costs nothing and explains the numbers. A benchmark with hidden labels never gets here:
-the request is refused before anything is loaded. Results are recomputed from the stored file
-with the benchmark's own scorer (a fraction of a second), not stored twice.
+the request is refused before anything is loaded. The results are those kept when the
+submission was scored (:mod:`item_results`): a view never opens the stored upload or parses an
+answer.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from urllib.parse import quote
 from sqlalchemy import select
 
 from medvidbench.core.errors import NotFoundError, UsageError
-from medvidbench.core.scoring import Context
 from medvidbench.server.lifecycle import ON_BOARD
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import item_results
+from medvidbench.server.services.evaluations import current_evaluation
+from medvidbench.server.services.item_results import StoredItem
 from medvidbench.server.services.submissions import get_submission
 from medvidbench.server.store.models import Benchmark, User
 
@@ -26,7 +29,6 @@ PER_PAGE = 50
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 ATTRIBUTION_FILES = ("ATTRIBUTION.txt", "ATTRIBUTION.md")
 ATTRIBUTION_BYTES = 256 * 1024
-ANSWER_CHARS = 600
 # Buckets of an item's first metric (a 0-1 score such as an IoU): label -> [low, high).
 BUCKETS: dict[str, tuple[float, float]] = {
     "0": (0.0, 1e-12),
@@ -64,6 +66,8 @@ class ItemPage:
     pages: int
     matched: int
     rows: list[ItemRow] = field(default_factory=list)
+    profile: str = ""
+    kept: bool = True  # False: scored before per-item results were kept (re-score to see them)
 
 
 def item_page(
@@ -76,7 +80,8 @@ def item_page(
     page: int = 1,
 ) -> ItemPage:
     """One page of a scored submission's items of ``task``, filtered by score bucket and by
-    whether the answer could be read.
+    whether the answer could be read: the results stored when it was scored, under the board's
+    profile (never recomputed here).
 
     Raises:
         NotFoundError: for an unknown or unscored submission, or a benchmark whose labels are
@@ -86,76 +91,56 @@ def item_page(
     sub = get_submission(runtime, submission_id, viewer)
     with runtime.sessions() as session:
         test_set = session.scalar(select(Benchmark).where(Benchmark.id == sub.benchmark_id))
-    assert test_set is not None
-    definition = runtime.definition(test_set.slug)
-    if definition.labels != "public":
-        raise NotFoundError(f"{definition.title} keeps its labels hidden: no per-item results")
-    if sub.status not in ON_BOARD:
-        raise NotFoundError(f"submission {submission_id} is not scored")
-    if bucket and bucket not in BUCKETS:
-        raise UsageError(f"bucket must be one of {', '.join(BUCKETS)}")
-    gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)
-    matched = definition.validate_submission(runtime.read(runtime.submission_path(sub.id)), gt)
-    answered = [
-        t.name
-        for t in definition.tasks
-        if matched.report.coverage.get(t.name)
-        and matched.report.coverage[t.name].status == "complete"
-    ]
-    if not answered:
-        raise NotFoundError(f"submission {submission_id} answers no task")
-    task = task or answered[0]
-    if task not in answered:
-        raise UsageError(f"task must be one of {', '.join(answered)}")
-    indices = [s.index for s in gt.samples if s.task == task]
-    items = [gt.samples[i] for i in indices]
-    texts = [matched.predictions[i] for i in indices]
-    scorer = definition.scorers()[task]
-    result = scorer.evaluate(
-        items,
-        texts,
-        definition.profile(),
-        Context(embedder_factory=definition.embedder, options=dict(matched.options)),
-    )
-    metric = scorer.metric_keys[0]
-    folder = image_folder(runtime, definition.slug)
-    chosen = []
-    for item, answer, r in zip(items, texts, result.samples, strict=True):
-        value = r.values.get(metric) if r.values else None
-        if failed_only and r.parsed:
-            continue
-        if bucket:
-            low, high = BUCKETS[bucket]
-            if value is None or not low <= value < high:
-                continue
-        chosen.append((item, answer, r, value))
-    pages = max(1, -(-len(chosen) // PER_PAGE))
-    page = min(max(1, page), pages)
-    rows = [
-        ItemRow(
-            key=item.sample_id,
-            answer=(answer if isinstance(answer, str) else str(answer))[:ANSWER_CHARS],
-            value=value,
-            values=dict(r.values or {}),
-            parsed=r.parsed,
-            note=r.note,
-            drawing=_drawing(definition, item, r, folder),
+        assert test_set is not None
+        definition = runtime.definition(test_set.slug)
+        if definition.labels != "public":
+            raise NotFoundError(f"{definition.title} keeps its labels hidden: no per-item results")
+        if sub.status not in ON_BOARD:
+            raise NotFoundError(f"submission {submission_id} is not scored")
+        if bucket and bucket not in BUCKETS:
+            raise UsageError(f"bucket must be one of {', '.join(BUCKETS)}")
+        evaluation = current_evaluation(session, sub.id, definition)
+        view = ItemPage(
+            sub.id, sub.model_name, definition.slug, [], "", "", bucket, failed_only, 1, 1, 0
         )
-        for item, answer, r, value in chosen[(page - 1) * PER_PAGE : page * PER_PAGE]
-    ]
-    return ItemPage(
-        sub.id,
-        sub.model_name,
-        definition.slug,
-        answered,
-        task,
-        metric,
-        bucket,
-        failed_only,
-        page,
-        pages,
-        len(chosen),
-        rows,
+        view.profile = definition.default_profile
+        if evaluation is None or not item_results.kept(session, evaluation.id):
+            view.kept = False
+            return view
+        present = item_results.tasks_of(session, evaluation.id)
+        view.tasks = [t.name for t in definition.tasks if t.name in present]
+        if task and task not in view.tasks:
+            raise UsageError(f"task must be one of {', '.join(view.tasks)}")
+        view.task = task or view.tasks[0]
+        view.metric = item_results.first_metric(definition, view.task)
+        view.matched, found = item_results.page_of(
+            session,
+            evaluation.id,
+            view.task,
+            BUCKETS[bucket] if bucket else None,
+            failed_only,
+            (max(1, page) - 1) * PER_PAGE,
+            PER_PAGE,
+        )
+    view.pages = max(1, -(-view.matched // PER_PAGE))
+    view.page = max(1, page)
+    if view.page > view.pages:  # past the end: show the last page
+        return item_page(runtime, submission_id, viewer, view.task, bucket, failed_only, view.pages)
+    gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)
+    folder = image_folder(runtime, definition.slug)
+    view.rows = [_row(definition, gt.samples[i.sample_index], i, folder) for i in found]
+    return view
+
+
+def _row(definition: Any, item: Any, stored: StoredItem, folder: Path | None) -> ItemRow:
+    return ItemRow(
+        key=item.sample_id,
+        answer=stored.answer,
+        value=stored.value,
+        values=stored.values,
+        parsed=stored.parsed,
+        note=stored.note,
+        drawing=_drawing(definition, item, stored.result(item.dataset), folder),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,9 +22,10 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.core.evaluation import Report, evaluate
+from medvidbench.core.scoring import TaskResult
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
+from medvidbench.server.services import board_cache, events, item_results
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Board, Entry, Evaluation, Submission
 
@@ -96,9 +98,18 @@ def lease_kept(runtime: Runtime, submission_id: int, worker: str) -> Iterator[No
         thread.join()
 
 
+@dataclass(slots=True)
+class Scoring:
+    """One scoring's report, and the per-item rows to keep with it (None: not kept, the
+    benchmark's labels being hidden)."""
+
+    report: Report
+    items: list[dict[str, Any]] | None
+
+
 def _report(
     runtime: Runtime, submission_id: int, judge: Any = None, profile: str | None = None
-) -> Report:
+) -> Scoring:
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
         bench = session.get(Benchmark, sub.benchmark_id) if sub else None
@@ -110,7 +121,8 @@ def _report(
     if not matched.report.ok:
         raise InvalidSubmissionError(matched.report.errors, matched.report.source)
     replicates = runtime.settings.bootstrap_replicates or None
-    return evaluate(
+    results: list[TaskResult] = []
+    report = evaluate(
         definition,
         matched,
         gt,
@@ -118,12 +130,17 @@ def _report(
         judge=judge,
         bootstrap=replicates,
         seed=runtime.settings.bootstrap_seed,
+        on_result=results.append,
     )
+    keep = item_results.wanted(definition)
+    return Scoring(report, item_results.item_rows(definition, matched, results) if keep else None)
 
 
-def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report: Report) -> bool:
-    """Write an evaluation and finish the step, if this worker still holds the claim."""
+def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring: Scoring) -> bool:
+    """Write an evaluation (and its per-item results) and finish the step, if this worker
+    still holds the claim."""
     _, running, done = STEPS[step]
+    report = scoring.report
     judge_id = (report.judge or {}).get("config_id", "")
     with transaction(runtime.sessions) as session:
         sub = session.scalar(
@@ -146,19 +163,7 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
             )
         )
         if exists is None:
-            session.add(
-                Evaluation(
-                    submission_id=sub.id,
-                    profile=report.profile,
-                    scorer_version=report.scorer_version,
-                    judge_id=judge_id,
-                    metrics=report.metrics,
-                    per_dataset=report.per_dataset,
-                    per_task=report.per_task,
-                    judge=report.judge,
-                    statistics=report.statistics,
-                )
-            )
+            add_evaluation(session, sub.id, scoring, judge_id)
         events.record(
             session, sub.id, "scored" if step == "score" else "judged", _done_message(step, report)
         )
@@ -171,6 +176,26 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, report:
             sub.finished_at = _now()
         board_cache.bump(session, sub.benchmark_id)
     return True
+
+
+def add_evaluation(session: Any, submission_id: int, scoring: Scoring, judge_id: str) -> None:
+    """Add an evaluation and the per-item results it keeps (in the caller's transaction)."""
+    report = scoring.report
+    evaluation = Evaluation(
+        submission_id=submission_id,
+        profile=report.profile,
+        scorer_version=report.scorer_version,
+        judge_id=judge_id,
+        metrics=report.metrics,
+        per_dataset=report.per_dataset,
+        per_task=report.per_task,
+        judge=report.judge,
+        statistics=report.statistics,
+    )
+    session.add(evaluation)
+    if scoring.items is not None:
+        session.flush()
+        item_results.store(session, evaluation.id, scoring.items)
 
 
 def _done_message(step: str, report: Report) -> str:
@@ -218,8 +243,8 @@ def run_step(
         return "skipped"
     try:
         with lease_kept(runtime, submission_id, worker):
-            report = _report(runtime, submission_id, judge=judge)
-        return "done" if _store(runtime, submission_id, step, worker, report) else "superseded"
+            scoring = _report(runtime, submission_id, judge=judge)
+        return "done" if _store(runtime, submission_id, step, worker, scoring) else "superseded"
     except IntegrityError:
         return "superseded"
     except Exception as exc:  # our fault: retried, then shown with the reason

@@ -196,6 +196,25 @@ class Evaluation(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class EvaluationItem(Base):
+    """One test item's result in an evaluation, kept for the item browser of a benchmark whose
+    labels are public: stored once when scored, so that a view never re-reads the upload or
+    re-parses an answer."""
+
+    __tablename__ = "evaluation_items"
+    __table_args__ = (Index("ix_evaluation_items_task", "evaluation_id", "task", "sample_index"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    evaluation_id: Mapped[int] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"))
+    task: Mapped[str] = mapped_column(String(40))
+    sample_index: Mapped[int] = mapped_column(Integer)  # the item's position in the test set
+    answer: Mapped[str] = mapped_column(Text, default="")  # truncated for display
+    parsed: Mapped[bool] = mapped_column(Boolean)
+    value: Mapped[float | None] = mapped_column(nullable=True)  # the task's first metric
+    values: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    box: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # the scored box
+
+
 class Board(Base):
     __tablename__ = "boards"
     __table_args__ = (UniqueConstraint("benchmark_id", "kind"),)

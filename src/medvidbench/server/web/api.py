@@ -15,7 +15,7 @@ from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
-from medvidbench.server.runtime import Runtime
+from medvidbench.server.runtime import Runtime, storing
 from medvidbench.server.services import catalogue
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.boards import compare as compare_rows
@@ -208,18 +208,12 @@ async def receive_upload(upload: Any, runtime: Runtime) -> Path:
     as it passes the size limit. The caller deletes the file when done with it."""
     limit = runtime.settings.max_submission_bytes
     path, size = runtime.incoming_path(), 0
-    try:
-        with path.open("wb") as out:
-            while chunk := await upload.read(CHUNK):
-                size += len(chunk)
-                if size > limit:
-                    raise PayloadTooLargeError(
-                        f"the file is larger than the limit of {limit:,} bytes"
-                    )
-                out.write(chunk)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+    with storing(path), path.open("wb") as out:
+        while chunk := await upload.read(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLargeError(f"the file is larger than the limit of {limit:,} bytes")
+            out.write(chunk)
     return path
 
 
