@@ -28,7 +28,7 @@ match the empty string) is refused when the pattern is compiled, never matched d
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from re import _compiler as sre_compile  # type: ignore[attr-defined]
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -322,6 +322,8 @@ class LinearPattern:
         union = [sre_parse.SubPattern(parsed.state, [node]) for node in firsts]
         branch = sre_parse.SubPattern(parsed.state, [(C.BRANCH, (None, union))])
         self._candidate = sre_compile.compile(branch, flags | parsed.state.flags).search
+        self._shapes = _Shapes(self._classes(), newline=C.AT_END in self._args)
+        self._by_shape: dict[str, tuple[list[int], ...]] = {}
 
     def _plan_lazy(self, loop: int, state: Any, flags: int) -> None:
         """Where a lazy loop's continuation (at loop + 3) can start: its first characters, and
@@ -360,6 +362,22 @@ class LinearPattern:
         branch = sre_parse.SubPattern(state, [(C.BRANCH, (None, union))] if union else [])
         lazy.search = sre_compile.compile(branch, flags).search if union else _never
         lazy.end_ok = end_ok
+
+    def _classes(self) -> list[Callable[[str], bool]]:
+        """Every test the program makes of one character."""
+        tests: list[Callable[[str], bool]] = []
+        for op, arg in zip(self._ops, self._args, strict=True):
+            if op == _CHAR:
+                tests.append(arg)
+            elif op == _RUN:
+                tests.append(arg.member)
+            elif op == _LAZY:
+                tests.append(arg.run.member)
+            elif op == _LOOK:
+                tests.append(arg[2])
+            elif op == _AT and arg in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                tests.append(_word_character)
+        return tests
 
     def _first_member(self, pc: int) -> _CharClass:
         arg = self._args[pc]
@@ -401,12 +419,12 @@ class LinearPattern:
 
     def finditer(self, text: str) -> Iterator[LinearMatch]:
         """Every non-overlapping match, left to right, as :meth:`re.Pattern.finditer`."""
-        return (LinearMatch(text, slots) for slots in self._scan(text))
+        return (LinearMatch(text, slots) for slots in self._matches(text))
 
     def findall(self, text: str) -> list[Any]:
         """As :meth:`re.Pattern.findall`: whole matches, one group's text, or tuples of groups."""
         out: list[Any] = []
-        for slots in self._scan(text):
+        for slots in self._matches(text):
             match = LinearMatch(text, slots)
             if self.groups == 0:
                 out.append(match.group())
@@ -419,6 +437,24 @@ class LinearPattern:
     def search(self, text: str) -> LinearMatch | None:
         """The first match, as :meth:`re.Pattern.search`, or None."""
         return next(self.finditer(text), None)
+
+    # --- matches by the text's shape ------------------------------------------------------------
+
+    def _matches(self, text: str) -> Iterable[list[int]]:
+        """The group slots of every match. The engine only ever asks which classes a character
+        belongs to (and, for ``$`` and ``\\b``, whether it is a newline or a word character),
+        so texts whose characters fall in the same classes position by position match at the
+        same places: short texts are matched once per such *shape* (a string of one
+        representative per class combination, made by ``str.translate``), then remembered."""
+        if len(text) > _SHAPE_LONGEST:
+            return self._scan(text)
+        shape = text.translate(self._shapes)
+        found = self._by_shape.get(shape)
+        if found is None:
+            if len(self._by_shape) >= _SHAPES_KEPT:
+                self._by_shape.clear()
+            found = self._by_shape[shape] = tuple(self._scan(shape))
+        return [list(slots) for slots in found]
 
     # --- the engine -----------------------------------------------------------------------------
 
@@ -553,6 +589,33 @@ class LinearPattern:
         return None, 0
 
 
+_SHAPE_LONGEST = 512  # longer texts are matched as they are
+_SHAPES_KEPT = 4096  # shapes remembered per pattern (then forgotten all at once)
+
+
+class _Shapes(dict[int, str]):
+    """A ``str.translate`` table: each character to the first character seen that every test of
+    the program answers the same way (code points in, one-character strings out)."""
+
+    def __init__(self, tests: list[Callable[[str], bool]], newline: bool) -> None:
+        super().__init__()
+        self._tests = tests
+        self._newline = newline
+        self._first: dict[tuple[bool, ...], str] = {}
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        answers = tuple(test(ch) for test in self._tests)
+        if self._newline:
+            answers += (ch == "\n",)
+        rep = self[code] = self._first.setdefault(answers, ch)
+        return rep
+
+
+def _word_character(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
 def _never(text: str, pos: int) -> None:
     return None
 
@@ -565,7 +628,7 @@ def _look(text: str, pos: int, arg: tuple[int, bool, _CharClass]) -> bool:
 
 
 def _is_word(text: str, at: int) -> bool:
-    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+    return 0 <= at < len(text) and _word_character(text[at])
 
 
 def _at(text: str, pos: int, code: Any) -> bool:
