@@ -83,6 +83,7 @@ def submit_file(
         console.print(
             f"accepted as submission {created['id']}: {base}{created['url']}", highlight=False
         )
+        _print_warnings(console, created.get("warnings") or [])
         left = response.headers.get("X-RateLimit-Remaining")
         if left is not None:  # the server has quotas: say what is left of the tightest
             console.print(
@@ -109,6 +110,15 @@ def submit_file(
     if body["status"] in (Status.REJECTED, Status.FAILED):
         raise ServerError(f"submission {body['status']}: {body.get('error') or ''}")
     return dict(body)
+
+
+def _print_warnings(console: Console, warnings: list[str]) -> None:
+    """Every validation warning in full (the file was accepted all the same)."""
+    if not warnings:
+        return
+    console.print(f"{len(warnings)} validation warning{'s' if len(warnings) != 1 else ''}:")
+    for text in warnings:
+        console.print(f"  - {escape(text)}", highlight=False, soft_wrap=True)
 
 
 def _print(body: dict[str, Any]) -> None:

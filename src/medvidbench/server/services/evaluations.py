@@ -10,9 +10,10 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
+from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.steps import _report
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Evaluation, Submission
@@ -65,6 +66,50 @@ def current_evaluation(
     return found
 
 
+def evaluations_of(session: Any, submission_id: int) -> list[Evaluation]:
+    """Every evaluation stored for a submission, oldest first: the first scoring and every
+    re-score or re-judging after it (another profile, scorer version or judge)."""
+    return list(
+        session.scalars(
+            select(Evaluation)
+            .where(Evaluation.submission_id == submission_id)
+            .order_by(Evaluation.id)
+        )
+    )
+
+
+def chosen_evaluation(
+    session: Any, submission_id: int, definition: Definition, evaluation_id: int | None
+) -> Evaluation | None:
+    """The evaluation a page shows: the one asked for, or the board's (:func:`current_evaluation`).
+
+    Raises:
+        NotFoundError: ``evaluation_id`` is not an evaluation of this submission.
+    """
+    if evaluation_id is None:
+        return current_evaluation(session, submission_id, definition)
+    found: Evaluation | None = session.get(Evaluation, evaluation_id)
+    if found is None or found.submission_id != submission_id:
+        raise NotFoundError(f"submission {submission_id} has no evaluation {evaluation_id}")
+    return found
+
+
+def describe(ev: Evaluation, definition: Definition, shown: Evaluation | None) -> dict[str, Any]:
+    """One line of a submission's list of evaluations."""
+    return {
+        "id": ev.id,
+        "profile": ev.profile,
+        "scorer_version": ev.scorer_version,
+        "judge": (ev.judge or {}).get("model_reported") or (ev.judge or {}).get("model_requested"),
+        "judge_id": ev.judge_id or None,
+        "at": ev.created_at.isoformat(timespec="seconds"),
+        # the one the boards use: the default profile under the current scorer
+        "on_boards": ev.profile == definition.default_profile
+        and ev.scorer_version == definition.scorer_version,
+        "shown": shown is not None and ev.id == shown.id,
+    }
+
+
 def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     """Add an evaluation under another profile (or a new scorer version); old ones are kept."""
     report = _report(runtime, submission_id, profile=profile)
@@ -91,6 +136,14 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                     judge=None,
                     statistics=report.statistics,
                 )
+            )
+            computed = sum(v is not None for v in report.metrics.values())
+            events.record(
+                session,
+                submission_id,
+                "rescored",
+                f"re-scored ({report.profile}, scorer {report.scorer_version}): "
+                f"{computed} metric(s)" + (", with 95 % intervals" if report.statistics else ""),
             )
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:

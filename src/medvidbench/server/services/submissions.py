@@ -293,6 +293,7 @@ def submit(
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
+            events.record_warnings(session, sub.id, report.warnings)
             audit(
                 session,
                 user,
@@ -399,12 +400,17 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
     runtime.submission_path(submission_id).unlink(missing_ok=True)
 
 
-def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -> dict[str, Any]:
-    """Everything a detail page or the API shows about a submission (never ground truth).
+def submission_view(
+    runtime: Runtime, submission_id: int, viewer: User | None, evaluation: int | None = None
+) -> dict[str, Any]:
+    """Everything a detail page or the API shows about a submission (never ground truth): its
+    state, the evaluation asked for (default: the boards' one), every evaluation stored, the
+    validation warnings and the log.
 
-    The submitter's own diagnostics (parse examples, errors) are shown to them and to staff.
+    The submitter's own diagnostics (parse examples, warnings, errors) are shown to them and
+    to staff.
     """
-    from medvidbench.server.services.evaluations import current_evaluation
+    from medvidbench.server.services import evaluations
 
     sub = get_submission(runtime, submission_id, viewer)
     owner = viewer is not None and (
@@ -413,8 +419,10 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
     with runtime.sessions() as session:
         slug = session.scalar(select(Benchmark.slug).where(Benchmark.id == sub.benchmark_id))
         definition = runtime.definition(slug)
-        ev = current_evaluation(session, sub.id, definition)
+        ev = evaluations.chosen_evaluation(session, sub.id, definition, evaluation)
+        stored = evaluations.evaluations_of(session, sub.id)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
+    listed = [evaluations.describe(e, definition, ev) for e in stored]
     reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
     judge_on = judge_wanted(runtime.settings)
     per_task = ev.per_task if ev else {}
@@ -423,6 +431,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
             t: {k: v for k, v in info.items() if k != "unparsed_examples"}
             for t, info in per_task.items()
         }
+    on_boards = ev is not None and any(e["shown"] and e["on_boards"] for e in listed)
     return {
         "id": sub.id,
         "benchmark": definition.slug,
@@ -439,6 +448,7 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "records": sub.record_count,
         "error": sub.error if owner else None,
         "settings": sub.settings,
+        "evaluation_id": ev.id if ev else None,
         "metrics": ev.metrics if ev else None,
         "per_task": per_task,
         "per_dataset": ev.per_dataset if ev else {},
@@ -447,12 +457,16 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
         "statistics": public(ev.statistics) if ev else None,
+        # every scoring stored (re-scores under other profiles included), oldest first
+        "evaluations": listed,
         "hidden": sub.hidden,
         "visibility": sub.visibility,
         # where a private run would rank among the public ones (its submitter's view)
         "would_rank": would_rank(runtime, definition.slug, ev.metrics)
-        if ev and owner and sub.visibility == "private"
+        if ev and on_boards and owner and sub.visibility == "private"
         else None,
+        # validation's warnings, each in full (submitter and staff; others see how many)
+        "warnings": events.warnings(runtime, sub.id) if owner else None,
         # the steps with their times; error texts only for the submitter and staff
         "log": events.log(runtime, sub.id, full=owner),
         "owner": owner,
