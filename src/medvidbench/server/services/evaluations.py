@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.display import count
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
@@ -143,7 +144,8 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                 submission_id,
                 "rescored",
                 f"re-scored ({report.profile}, scorer {report.scorer_version}): "
-                f"{computed} metric(s)" + (", with 95 % intervals" if report.statistics else ""),
+                f"{count(computed, 'metric')}"
+                + (", with 95 % intervals" if report.statistics else ""),
             )
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
