@@ -33,6 +33,8 @@ def test_a_token_is_created_once_and_shown_once(client: TestClient, web_runtime:
     reloaded = client.get("/account")  # what a browser's reload does after the redirect
     assert reloaded.status_code == 200 and not SHOWN.search(reloaded.text)
     assert _tokens(web_runtime) == before + 1
+    visited = client.get("/account/tokens")  # the address typed or bookmarked: no 405
+    assert visited.status_code == 303 and visited.headers["location"] == "/account#tokens"
     works = client.get("/api/v1/quota", headers={"Authorization": f"Bearer {secret.group(1)}"})
     assert works.status_code == 200, works.text
 

@@ -144,6 +144,12 @@ def _account_page(
     return response
 
 
+@router.get("/account/tokens")
+def tokens_list(request: Request) -> Response:
+    """The tokens live on the account page (an old bookmark or a typed address lands there)."""
+    return _see("/account#tokens")
+
+
 @router.post("/account/tokens")
 async def token_create(request: Request) -> Response:
     user = current_user(request)
