@@ -92,3 +92,15 @@ def test_counts_read_in_the_right_number() -> None:
     assert display.count(1, "ranked metric") == "1 ranked metric"
     assert display.count(2, "warning") == "2 warnings"
     assert display.count(1_000, "entry", "entries") == "1,000 entries"
+
+
+def test_a_monthly_quota_alone_is_not_called_no_quota(
+    client: TestClient, web_runtime: Runtime
+) -> None:
+    login(client, web_runtime)
+    web_runtime.settings.quota_per_day, web_runtime.settings.quota_per_month = 0, 30
+    page = client.get("/b/medvidbench/submit").text
+    assert "Each team may submit 30 per 30 days (" in page
+    assert "No submission quota on this server." not in page
+    web_runtime.settings.quota_per_month = 0
+    assert "No submission quota on this server." in client.get("/b/medvidbench/submit").text
