@@ -28,7 +28,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.core.statistics import public
-from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, TIMELINE, Status
+from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
@@ -424,11 +424,7 @@ def submission_view(
         stored = evaluations.evaluations_of(session, sub.id)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
     listed = [evaluations.describe(e, definition, ev) for e in stored]
-    # a benchmark without judged metrics has no judging step to show or wait for
     judged = any(m.judged for m in definition.metrics)
-    steps = TIMELINE if judged else TIMELINE[: TIMELINE.index(Status.SCORED) + 1]
-    shown_status = sub.status if judged or sub.status not in ON_BOARD else Status.SCORED.value
-    reached = steps.index(shown_status) if shown_status in steps else -1
     judge_on = judge_wanted(runtime.settings) and judged
     per_task = ev.per_task if ev else {}
     if not owner:
@@ -444,13 +440,11 @@ def submission_view(
         "model_url": sub.model_url,
         "team": team.name if team else sub.organisation,
         "status": sub.status,
-        # the state as the page names it (scored, for a benchmark with nothing to judge)
-        "shown_status": shown_status,
+        **timeline(sub.status, judged),
         "final": sub.status in FINAL or (sub.status in ON_BOARD and not judge_on),
         "judge_on": judge_on,
         # whether the benchmark has judged metrics at all (no judge words otherwise)
         "judged": judged,
-        "timeline": [{"state": s.value, "reached": i <= reached} for i, s in enumerate(steps)],
         "created_at": sub.created_at.isoformat(),
         "verdict": sub.verdict,
         "missing_tasks": sub.missing_tasks,
