@@ -54,7 +54,9 @@ def login(
 
 
 def token_for(client: TestClient) -> str:
-    response = client.post("/account/tokens", data={"name": "t", "csrf": csrf(client, "/account")})
+    made = client.post("/account/tokens", data={"name": "t", "csrf": csrf(client, "/account")})
+    assert made.status_code == 303 and made.headers["location"] == "/account#tokens"
+    response = client.get("/account")  # POST-redirect-GET: the secret is shown here, once
     assert response.status_code == 200 and response.headers["cache-control"] == "no-store"
     match = re.search(r'id="new-token">(mvb_[^<]+)<', response.text)
     assert match, "token not shown"

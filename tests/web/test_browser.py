@@ -191,7 +191,8 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
         .filter(has=page.locator("button:has-text('Promote')"))
         .first
     )
-    row.locator("form[action='/admin/promote'] input[name=confirm]").check()
+    asked: list[str] = []  # one confirmation per action: the browser's dialog
+    page.on("dialog", lambda d: (asked.append(d.message), d.accept()))
     row.locator("button:has-text('Promote')").click()
     page.wait_for_url("**/admin?benchmark=medvidbench#official")  # back where the admin was
     assert "is on the official board" in page.locator("#notice").inner_text()
@@ -207,9 +208,9 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     shot(page, "official-board-demo-sections")
     page.goto(f"{live['url']}/admin")
     reported = page.locator("tr", has_text="Qwen3.5-4B").first
-    reported.locator("input[name=confirm]").check()
     reported.locator("button:has-text('Remove')").click()
     page.wait_for_url("**/admin?benchmark=medvidbench#official")
+    assert asked[0].startswith("Put submission") and asked[1].startswith("Take entry")
     assert "is off the official board" in page.locator("#notice").inner_text()
     shot(page, "admin-confirmation")
     audit = page.locator("#audit").inner_text()

@@ -19,7 +19,9 @@ from tests.web.live import CLI, live_server
 
 def _env(site: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MEDVIDBENCH_BENCHMARK"}
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    # the inherited path last: a checkout run with PYTHONPATH=src tests its own code
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT), *inherited])
     env["COLUMNS"] = "200"
     env["MEDVIDBENCH_BENCHMARKS"] = ""  # every installed benchmark
     return env
@@ -102,7 +104,7 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
             "--wait",
         )
         assert sent.returncode == 0, sent.stderr
-        assert "count_err" in sent.stdout
+        assert "Count error" in sent.stdout  # the plug-in's display name, as on its pages
 
         board = httpx.get(live.url + "/api/v1/benchmarks/tallybench/boards/community").json()
         assert [r["model_name"] for r in board] == ["Exact counter", "Sloppy counter"]

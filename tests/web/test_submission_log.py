@@ -22,14 +22,16 @@ def test_a_scored_submission_logs_its_steps(
     sid = upload(client, token, synthetic["partial"], "Logged").json()["id"]
     detail = client.get(f"/api/v1/submissions/{sid}").json()
     kinds = [e["kind"] for e in detail["log"]]
-    assert kinds == ["received", "validated", "score started", "scored"]
+    # validation's one warning is logged with its text, after the count
+    assert kinds == ["received", "validated", "warning", "score started", "scored"]
     validated = detail["log"][1]["message"]
-    assert validated.startswith("validated: partial,") and "warning" in validated
+    assert validated.startswith("validated: partial,") and "1 warning" in validated
     assert "not submitted:" in validated
-    assert detail["log"][3]["message"].startswith("scored (leaderboard-v1, scorer ")
+    assert "matched by order of occurrence" in detail["log"][2]["message"]
+    assert detail["log"][4]["message"].startswith("scored (leaderboard-v1, scorer ")
     assert all(e["at"] for e in detail["log"])
     page = client.get(f"/submissions/{sid}").text
-    assert 'id="log"' in page and "Log (4 events)" in page
+    assert 'id="log"' in page and "Log (5 events)" in page
     # no reference answer of the test set appears in the log
     answers = {s.answer for s in synthetic_gt.samples if len(s.answer) > 12}  # type: ignore[attr-defined]
     text = json.dumps(detail["log"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -12,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medvidbench.core import display
+from medvidbench.core.benchmark import Metric
 from medvidbench.core.errors import MedVidBenchError, UsageError
 from medvidbench.server import lifecycle
 from medvidbench.server.lifecycle import Status
@@ -61,7 +64,7 @@ def submit_file(
         else f"{base}/api/v1/submissions"
     )
     headers = {"Authorization": f"Bearer {token}"}
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # lines whole, URLs unbroken
     with httpx.Client(timeout=120) as http, path.open("rb") as fh:
         try:
             response = http.post(
@@ -80,9 +83,14 @@ def submit_file(
         if response.status_code != 202:
             _raise(response)
         created = response.json()
+        private = created.get("visibility") == "private"
         console.print(
-            f"accepted as submission {created['id']}: {base}{created['url']}", highlight=False
+            f"accepted as submission {created['id']}"
+            + (" (private: seen by you and the maintainers only, on no board)" if private else "")
+            + f": {base}{created['url']}",
+            highlight=False,
         )
+        _print_warnings(console, created.get("warnings") or [])
         left = response.headers.get("X-RateLimit-Remaining")
         if left is not None:  # the server has quotas: say what is left of the tightest
             console.print(
@@ -105,17 +113,69 @@ def submit_file(
                 if time.monotonic() > deadline:
                     raise UsageError(f"still {body['status']} after {timeout:.0f} s")
                 time.sleep(0.5)
-    _print(body)
+    _print(body, _metric_table(base, body.get("benchmark")))
     if body["status"] in (Status.REJECTED, Status.FAILED):
         raise ServerError(f"submission {body['status']}: {body.get('error') or ''}")
     return dict(body)
 
 
-def _print(body: dict[str, Any]) -> None:
+def _print_warnings(console: Console, warnings: list[str]) -> None:
+    """Every validation warning in full (the file was accepted all the same)."""
+    if not warnings:
+        return
+    console.print(f"{len(warnings)} validation warning{'s' if len(warnings) != 1 else ''}:")
+    for text in warnings:
+        console.print(f"  - {escape(text)}", highlight=False, soft_wrap=True)
+
+
+def _metric_table(base: str, slug: str | None) -> list[Metric]:
+    """The benchmark's metric table as the server declares it (names, units, judged flags):
+    the words the web pages use. Empty if the server does not say."""
+    if not slug:
+        return []
+    try:
+        answer = httpx.get(f"{base}/api/v1/benchmarks/{quote(slug, safe='')}/metrics", timeout=30)
+        declared = answer.json()["metrics"] if answer.status_code == 200 else []
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return []
+    known = {f.name for f in fields(Metric)}
+    return [Metric(**{k: v for k, v in m.items() if k in known}) for m in declared]
+
+
+def _print(body: dict[str, Any], table_of: list[Metric]) -> None:
+    """The scores in the web page's words: display names, units, absent-value words and 95 %
+    intervals; for a private run, that it is private and where it would rank."""
+    metrics = body.get("metrics") or {}
+    by_key = {m.key: m for m in table_of}
+    intervals = (body.get("statistics") or {}).get("intervals") or {}
     table = Table(title=f"{escape(body['model_name'])}: {body['status']}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    metrics = body.get("metrics") or {}
+    if intervals:
+        table.add_column("95 % interval", justify="right")
+    missing, judge_on = body.get("missing_tasks") or [], bool(body.get("judge_on"))
     for key, value in metrics.items():  # the server's metric order
-        table.add_row(key, "pending" if value is None else f"{value:.3f}")
-    Console().print(table)
+        m = by_key.get(key) or Metric(key, key, "", "")
+        shown = (
+            display.value(value, m.percent)
+            if value is not None
+            else f"[dim]{display.absent(m, missing, judge_on)}[/]"
+        )
+        row = [escape(m.column), shown]
+        if intervals:
+            row.append(display.interval(intervals.get(key), m.percent))
+        table.add_row(*row)
+    out = Console(soft_wrap=True)
+    out.print(table)
+    if body.get("profile"):
+        out.print(f"profile {body['profile']}, scorer {body.get('scorer_version')}")
+    if body.get("visibility") == "private":
+        rank = body.get("would_rank")
+        where = (
+            f"; on the community board it would rank {rank[0]} of {rank[1]}"
+            if rank
+            else "; where it would rank shows once it is scored"
+        )
+        out.print(
+            f"private: seen by you and the maintainers only, on no board{where}", highlight=False
+        )

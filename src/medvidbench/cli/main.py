@@ -29,7 +29,9 @@ app = typer.Typer(
     # Plain help text: Typer's rich help pulls in a Markdown renderer (~40 ms on every --help).
     rich_markup_mode=None,
 )
-err = Console(stderr=True)
+# soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
+# printed for the reader to copy (serve's banner) stays whole.
+err = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 

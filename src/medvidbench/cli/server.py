@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from medvidbench.cli.main import BenchmarkSlug, app, err, friendly
+from medvidbench.core.display import count
 from medvidbench.core.errors import UsageError
 
 DataDir = Annotated[
@@ -162,7 +163,7 @@ def rescore(
     for sid in ids:
         if request_rescore(rt, sid, profile):  # type: ignore[arg-type]
             jobs.rescore(sid, profile)
-    print(f"queued {len(ids)} re-scoring job(s) under {profile}")
+    print(f"queued {count(len(ids), 're-scoring job')} under {profile}")
 
 
 @app.command()

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from medvidbench.core.benchmark import Benchmark
+from medvidbench.core import display
+from medvidbench.core.benchmark import Benchmark, Metric
 from medvidbench.core.evaluation import Report
 from medvidbench.core.submission import ValidationReport
 
@@ -66,15 +67,13 @@ def _fmt(value: object, scale: str = "0-1") -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _note(report: Report, key: str, task: str, judged: bool) -> str:
-    status = report.per_task.get(task, {}).get("status", "not in the test set")
-    if report.metrics[key] is not None:
+def _note(report: Report, metric: Metric) -> str:
+    """Why a metric has no value, in the web pages' words (a failed judge said as such)."""
+    if report.metrics[metric.key] is not None:
         return ""
-    if status == "missing":
-        return "not submitted"
-    if judged:
-        return "not judged: no judge configured" if report.judge is None else "judge failed"
-    return str(status)
+    if metric.judged and report.judge is not None and metric.task not in report.missing_tasks:
+        return "judge failed"
+    return display.absent(metric, report.missing_tasks, judge_on=False)
 
 
 def print_report(report: Report, bench: Benchmark, console: Console) -> None:
@@ -88,12 +87,12 @@ def print_report(report: Report, bench: Benchmark, console: Console) -> None:
     if stats:
         table.add_column(f"{stats['confidence']:.0%} interval", justify="right")
     table.add_column("note")
-    for m in bench.metrics:
-        row = [m.column, _fmt(report.metrics[m.key])]
+    for m in bench.metrics:  # names, units and absent-value words as the web pages show them
+        value = report.metrics[m.key]
+        row = [m.column, display.value(value, m.percent) if value is not None else "[dim]—[/]"]
         if stats:
-            iv = intervals.get(m.key)
-            row.append(f"{iv[0]:.3f} – {iv[1]:.3f}" if iv else "[dim]—[/]")
-        table.add_row(*row, _note(report, m.key, m.task, m.judged))
+            row.append(display.interval(intervals.get(m.key), m.percent))
+        table.add_row(*row, _note(report, m))
     console.print(table)
     if stats:
         console.print(

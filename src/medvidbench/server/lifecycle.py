@@ -9,6 +9,7 @@ strings stored in the database.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class Status(StrEnum):
@@ -42,3 +43,18 @@ STEPS: dict[str, tuple[Status, Status, Status]] = {
 }
 # The partial indexes' condition: submissions that hold their model name and file.
 ACTIVE_SQL = "status NOT IN ({})".format(", ".join(f"'{s.value}'" for s in NOT_COUNTED))
+
+
+def timeline(status: str, judged: bool) -> dict[str, Any]:
+    """The steps a submission's page shows, and its state as the page names it.
+
+    A benchmark without judged metrics has no judging step to show or wait for, so its scored
+    submissions read "scored" (even if a judge configured for other benchmarks passed by).
+    """
+    steps = TIMELINE if judged else TIMELINE[: TIMELINE.index(Status.SCORED) + 1]
+    shown = status if judged or status not in ON_BOARD else Status.SCORED.value
+    reached = steps.index(Status(shown)) if shown in steps else -1
+    return {
+        "shown_status": shown,
+        "timeline": [{"state": s.value, "reached": i <= reached} for i, s in enumerate(steps)],
+    }

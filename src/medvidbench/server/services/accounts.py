@@ -166,9 +166,16 @@ _DUMMY_HASH = (
 )
 
 
-def create_token(session: Session, user: User, name: str = "cli") -> tuple[str, ApiToken]:
-    """A new API token for ``user``: returns the secret (shown once) and its stored record."""
-    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+def create_token(
+    session: Session, user: User, name: str = "cli", secret: str | None = None
+) -> tuple[str, ApiToken]:
+    """A new API token for ``user``: returns the secret (shown once) and its stored record.
+
+    ``secret``: one made by the caller (the web page derives it, to show it after a redirect);
+    by default a random one.
+    """
+    if secret is None or not secret.startswith(TOKEN_PREFIX) or len(secret) < 40:
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
         user_id=user.id,
         name=name[:80] or "token",
@@ -405,12 +412,37 @@ def tokens_of(runtime: Runtime, user: User) -> list[ApiToken]:
         return list_tokens(session, user)
 
 
-def issue_token(runtime: Runtime, user: User | str, name: str = "cli") -> str:
+def issue_token(
+    runtime: Runtime, user: User | str, name: str = "cli", secret: str | None = None
+) -> str:
     """A new API token for a user (or a username); its secret is returned once, never stored."""
     with transaction(runtime.sessions) as session:
         owner = user_named(session, user) if isinstance(user, str) else _me(session, user)
-        secret, _ = create_token(session, owner, name[:80] or "token")
+        secret, _ = create_token(session, owner, name[:80] or "token", secret)
         return secret
+
+
+# How long after its creation the account page may still show a new token's secret.
+REVEAL_SECONDS = 600
+
+
+def fresh_token(runtime: Runtime, user: User, secret: str) -> bool:
+    """Whether ``secret`` is a token of ``user`` made in the last minutes and not revoked."""
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    since = datetime.now(UTC) - timedelta(seconds=REVEAL_SECONDS)
+    with runtime.sessions() as session:
+        found = session.scalar(
+            select(ApiToken.created_at).where(
+                ApiToken.token_hash == digest,
+                ApiToken.user_id == user.id,
+                ApiToken.revoked_at.is_(None),
+            )
+        )
+    if found is None:
+        return False
+    if found.tzinfo is None:
+        found = found.replace(tzinfo=UTC)  # SQLite hands times back without their zone
+    return bool(found >= since)
 
 
 def withdraw_token(runtime: Runtime, user: User, token_id: int) -> None:

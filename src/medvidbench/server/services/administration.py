@@ -1,15 +1,27 @@
-"""What the admin area shows: accounts, recent submissions and the audit log (admins only)."""
+"""What the admin area shows: accounts, recent submissions, official entries that show
+nowhere, and the audit log a page at a time (admins only)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session, selectinload
 
 from medvidbench.server.lifecycle import Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import require_role
-from medvidbench.server.store.models import ApiToken, AuditLog, Submission, User
+from medvidbench.server.store.models import (
+    ApiToken,
+    AuditLog,
+    Benchmark,
+    Board,
+    Entry,
+    Submission,
+    User,
+)
+
+AUDIT_PAGE = 25
 
 
 @dataclass(slots=True)
@@ -18,26 +30,68 @@ class AdminOverview:
     submissions: list[Submission]
     log: list[AuditLog]
     has_tokens: bool
+    # the audit log's page shown (1: the newest lines) and how many pages it has
+    log_page: int = 1
+    log_pages: int = 1
+    # official entries whose submission is withdrawn, private or hidden: on no board's page,
+    # so removable only from here
+    off_board: list[Entry] | None = None
 
 
 def overview(
-    runtime: Runtime, actor: User, submissions: int = 200, log_lines: int = 100
+    runtime: Runtime,
+    actor: User,
+    submissions: int = 200,
+    log_page: int = 1,
+    slug: str | None = None,
 ) -> AdminOverview:
-    """Every account, the newest submissions (deleted ones left out) and audit lines."""
+    """Every account, the newest submissions (deleted ones left out, their teams loaded), one
+    page of audit lines (newest first) and the official entries that show nowhere."""
     require_role(actor, "admin")
     with runtime.sessions() as session:
+        lines = int(session.scalar(select(func.count()).select_from(AuditLog)) or 0)
+        pages = max(1, -(-lines // AUDIT_PAGE))
+        log_page = min(max(1, log_page), pages)
         return AdminOverview(
             users=list(session.scalars(select(User).order_by(User.id))),
             submissions=list(
                 session.scalars(
                     select(Submission)
+                    .options(selectinload(Submission.team))
                     .where(Submission.status != Status.DELETED)
                     .order_by(Submission.id.desc())
                     .limit(submissions)
                 )
             ),
             log=list(
-                session.scalars(select(AuditLog).order_by(AuditLog.id.desc()).limit(log_lines))
+                session.scalars(
+                    select(AuditLog)
+                    .order_by(AuditLog.id.desc())
+                    .offset((log_page - 1) * AUDIT_PAGE)
+                    .limit(AUDIT_PAGE)
+                )
             ),
             has_tokens=session.scalar(select(ApiToken.id).limit(1)) is not None,
+            log_page=log_page,
+            log_pages=pages,
+            off_board=_official_off_board(session, slug),
         )
+
+
+def _official_off_board(session: Session, slug: str | None) -> list[Entry]:
+    query = (
+        select(Entry)
+        .join(Board, Board.id == Entry.board_id)
+        .join(Benchmark, Benchmark.id == Board.benchmark_id)
+        .join(Submission, Submission.id == Entry.submission_id)
+        .options(selectinload(Entry.submission))
+        .where(
+            Board.kind == "official",
+            Benchmark.is_current,
+            or_(Submission.hidden, Submission.visibility != "public"),
+        )
+        .order_by(Entry.id)
+    )
+    if slug is not None:
+        query = query.where(Benchmark.slug == slug)
+    return list(session.scalars(query))

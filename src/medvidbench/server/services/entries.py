@@ -27,12 +27,20 @@ def promote(
     verified: bool = True,
     verified_date: str | None = None,
 ) -> Entry:
-    """Put a scored community submission on the official board."""
+    """Put a scored, public, shown community submission on the official board.
+
+    Raises:
+        NotFoundError: no such scored submission.
+        ConflictError: its submitter withdrew it or keeps it private, or an admin hid it (an
+            entry of it would show nowhere and could not be removed from the board's page).
+    """
     require_role(actor, "admin")
     with transaction(runtime.sessions) as session:
-        sub = session.get(Submission, submission_id)
+        # locked: a withdrawal at the same moment waits, then this sees it
+        sub = session.get(Submission, submission_id, with_for_update=True)
         if sub is None or sub.status not in ON_BOARD:
             raise NotFoundError(f"no scored submission {submission_id}")
+        _check_promotable(sub)
         board = find_board(session, sub.benchmark_id, "official")
         if session.scalar(
             select(Entry.id).where(Entry.board_id == board.id, Entry.model_key == sub.model_key)
@@ -60,6 +68,22 @@ def promote(
             model=sub.model_name,
         )
         return entry
+
+
+def _check_promotable(sub: Submission) -> None:
+    if sub.visibility == "withdrawn":
+        raise ConflictError(
+            f"submission {sub.id} was withdrawn by its submitter (final): it cannot be promoted"
+        )
+    if sub.visibility == "private":
+        raise ConflictError(
+            f"submission {sub.id} is private (its submitter's choice): it can be promoted "
+            "once they publish it"
+        )
+    if sub.hidden:
+        raise ConflictError(
+            f"submission {sub.id} is hidden from every board: unhide it first to promote it"
+        )
 
 
 def add_reported(

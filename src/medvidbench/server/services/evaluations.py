@@ -11,6 +11,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.display import count
+from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events, item_results
@@ -66,6 +68,50 @@ def current_evaluation(
     return found
 
 
+def evaluations_of(session: Any, submission_id: int) -> list[Evaluation]:
+    """Every evaluation stored for a submission, oldest first: the first scoring and every
+    re-score or re-judging after it (another profile, scorer version or judge)."""
+    return list(
+        session.scalars(
+            select(Evaluation)
+            .where(Evaluation.submission_id == submission_id)
+            .order_by(Evaluation.id)
+        )
+    )
+
+
+def chosen_evaluation(
+    session: Any, submission_id: int, definition: Definition, evaluation_id: int | None
+) -> Evaluation | None:
+    """The evaluation a page shows: the one asked for, or the board's (:func:`current_evaluation`).
+
+    Raises:
+        NotFoundError: ``evaluation_id`` is not an evaluation of this submission.
+    """
+    if evaluation_id is None:
+        return current_evaluation(session, submission_id, definition)
+    found: Evaluation | None = session.get(Evaluation, evaluation_id)
+    if found is None or found.submission_id != submission_id:
+        raise NotFoundError(f"submission {submission_id} has no evaluation {evaluation_id}")
+    return found
+
+
+def describe(ev: Evaluation, definition: Definition, shown: Evaluation | None) -> dict[str, Any]:
+    """One line of a submission's list of evaluations."""
+    return {
+        "id": ev.id,
+        "profile": ev.profile,
+        "scorer_version": ev.scorer_version,
+        "judge": (ev.judge or {}).get("model_reported") or (ev.judge or {}).get("model_requested"),
+        "judge_id": ev.judge_id or None,
+        "at": ev.created_at.isoformat(timespec="seconds"),
+        # the one the boards use: the default profile under the current scorer
+        "on_boards": ev.profile == definition.default_profile
+        and ev.scorer_version == definition.scorer_version,
+        "shown": shown is not None and ev.id == shown.id,
+    }
+
+
 # A re-score is asked for, started, and done or given up, each a submission event whose message
 # is the profile. A queue forgets a job whose worker dies; these events do not, so the reaper
 # finds a re-score that was asked for or started and never finished, and runs it again.
@@ -97,7 +143,6 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     report = scoring.report
     try:
         with transaction(runtime.sessions) as session:
-            events.record(session, submission_id, "rescored", profile)
             existing = session.scalar(
                 select(Evaluation.id).where(
                     Evaluation.submission_id == submission_id,
@@ -111,11 +156,32 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
             elif scoring.items is not None and not item_results.kept(session, existing):
                 item_results.store(session, existing, scoring.items)
             else:
+                events.record(
+                    session, submission_id, "rescored", _rescored(report, "already stored")
+                )
                 return False
+            computed = sum(v is not None for v in report.metrics.values())
+            done = count(computed, "metric") + (
+                ", with 95 % intervals" if report.statistics else ""
+            )
+            events.record(session, submission_id, "rescored", _rescored(report, done))
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
+
+
+def _rescored(report: Any, done: str) -> str:
+    """The message of a finished re-score; :func:`lost_rescores` reads the profile back."""
+    return f"re-scored ({report.profile}, scorer {report.scorer_version}): {done}"
+
+
+def _rescore_profile(kind: str, message: str) -> str:
+    """The profile a re-score event is about (the message of the others is the profile)."""
+    if kind == "rescored":
+        return message.removeprefix("re-scored (").split(",", 1)[0]
+    return message
+
 
 def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
     """Re-scores asked for or started longer than a job lease ago and never finished, as
@@ -135,8 +201,8 @@ def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
         ).all()
     last: dict[tuple[int, str], tuple[str, Any]] = {}
     starts: dict[tuple[int, str], int] = {}
-    for submission_id, kind, profile, at in rows:
-        key = (submission_id, profile)
+    for submission_id, kind, message, at in rows:
+        key = (submission_id, _rescore_profile(kind, message))
         last[key] = (kind, at if at.tzinfo else at.replace(tzinfo=UTC))  # SQLite: naive UTC
         if kind == "rescore-started":
             starts[key] = starts.get(key, 0) + 1

@@ -12,16 +12,48 @@ from typing import Any
 
 from sqlalchemy import select
 
+from medvidbench.core.errors import ProblemList
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.store.models import SubmissionEvent
 
-# Kinds whose message may hold an internal error text: shown to the submitter and staff only.
-PRIVATE_KINDS = ("error", "failed")
+# Kinds whose message may hold an internal error text, or quote the submitted file (a
+# validation warning names its records): shown to the submitter and staff only.
+PRIVATE_KINDS = ("error", "failed", "warning")
+WARNING = "warning"
 
 
 def record(session: Any, submission_id: int, kind: str, message: str = "") -> None:
     """Append an event (in the caller's transaction)."""
     session.add(SubmissionEvent(submission_id=submission_id, kind=kind, message=message[:1000]))
+
+
+def record_warnings(session: Any, submission_id: int, warnings: ProblemList) -> None:
+    """One ``warning`` event per warning validation kept, and one for those it only counted,
+    so that the page, the API and the CLI give every text (the log alone gave a count)."""
+    for problem in warnings.items:
+        record(session, submission_id, WARNING, problem.message)
+    if warnings.omitted():
+        record(
+            session,
+            submission_id,
+            WARNING,
+            f"{warnings.omitted():,} more warning(s) of the same kinds were counted, not kept",
+        )
+
+
+def warnings(runtime: Runtime, submission_id: int) -> list[str]:
+    """The texts of a submission's validation warnings, in the order they were found."""
+    with runtime.sessions() as session:
+        return list(
+            session.scalars(
+                select(SubmissionEvent.message)
+                .where(
+                    SubmissionEvent.submission_id == submission_id,
+                    SubmissionEvent.kind == WARNING,
+                )
+                .order_by(SubmissionEvent.id)
+            )
+        )
 
 
 def log(runtime: Runtime, submission_id: int, full: bool) -> list[dict[str, Any]]:

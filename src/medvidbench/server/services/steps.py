@@ -20,6 +20,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.config import judge_wanted
+from medvidbench.core.display import count
 from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.core.evaluation import Report, evaluate
 from medvidbench.core.scoring import TaskResult
@@ -204,8 +205,9 @@ def _done_message(step: str, report: Report) -> str:
     if step == "score":
         scored = sum(1 for t in report.per_task.values() if t.get("status") == "scored")
         return (
-            f"scored ({report.profile}, scorer {report.scorer_version}): {computed} metric(s) "
-            f"on {scored} task(s)" + (", with 95 % intervals" if report.statistics else "")
+            f"scored ({report.profile}, scorer {report.scorer_version}): "
+            f"{count(computed, 'metric')} on {count(scored, 'task')}"
+            + (", with 95 % intervals" if report.statistics else "")
         )
     judge = report.judge or {}
     return (

@@ -17,6 +17,7 @@ from sqlalchemy import case, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.config import judge_wanted
+from medvidbench.core.display import count
 from medvidbench.core.errors import (
     ConflictError,
     InvalidSubmissionError,
@@ -27,7 +28,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.core.statistics import public
-from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, PRIVATE, TIMELINE, Status
+from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
 from medvidbench.server.services.accounts import audit, require_role
@@ -294,6 +295,7 @@ def submit(
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
+            events.record_warnings(session, sub.id, report.warnings)
             audit(
                 session,
                 user,
@@ -326,7 +328,7 @@ def _validated(report: Any) -> str:
     missing = f"; not submitted: {', '.join(report.missing_tasks)}" if report.missing_tasks else ""
     return (
         f"validated: {report.verdict}, {report.matched:,} predictions matched, "
-        f"{warnings:,} warning{'s' if warnings != 1 else ''}{missing}; queued for scoring"
+        f"{count(warnings, 'warning')}{missing}; queued for scoring"
     )
 
 
@@ -402,12 +404,17 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
     runtime.submission_path(submission_id).unlink(missing_ok=True)
 
 
-def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -> dict[str, Any]:
-    """Everything a detail page or the API shows about a submission (never ground truth).
+def submission_view(
+    runtime: Runtime, submission_id: int, viewer: User | None, evaluation: int | None = None
+) -> dict[str, Any]:
+    """Everything a detail page or the API shows about a submission (never ground truth): its
+    state, the evaluation asked for (default: the boards' one), every evaluation stored, the
+    validation warnings and the log.
 
-    The submitter's own diagnostics (parse examples, errors) are shown to them and to staff.
+    The submitter's own diagnostics (parse examples, warnings, errors) are shown to them and
+    to staff.
     """
-    from medvidbench.server.services.evaluations import current_evaluation
+    from medvidbench.server.services import evaluations
 
     sub = get_submission(runtime, submission_id, viewer)
     owner = viewer is not None and (
@@ -416,16 +423,19 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
     with runtime.sessions() as session:
         slug = session.scalar(select(Benchmark.slug).where(Benchmark.id == sub.benchmark_id))
         definition = runtime.definition(slug)
-        ev = current_evaluation(session, sub.id, definition)
+        ev = evaluations.chosen_evaluation(session, sub.id, definition, evaluation)
+        stored = evaluations.evaluations_of(session, sub.id)
         team = session.get(Submission, sub.id).team  # type: ignore[union-attr]
-    reached = TIMELINE.index(sub.status) if sub.status in TIMELINE else -1
-    judge_on = judge_wanted(runtime.settings)
+    listed = [evaluations.describe(e, definition, ev) for e in stored]
+    judged = any(m.judged for m in definition.metrics)
+    judge_on = judge_wanted(runtime.settings) and judged
     per_task = ev.per_task if ev else {}
     if not owner:
         per_task = {
             t: {k: v for k, v in info.items() if k != "unparsed_examples"}
             for t, info in per_task.items()
         }
+    on_boards = ev is not None and any(e["shown"] and e["on_boards"] for e in listed)
     return {
         "id": sub.id,
         "benchmark": definition.slug,
@@ -433,15 +443,18 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "model_url": sub.model_url,
         "team": team.name if team else sub.organisation,
         "status": sub.status,
-        "final": sub.status in FINAL or (sub.status == Status.SCORED and not judge_on),
+        **timeline(sub.status, judged),
+        "final": sub.status in FINAL or (sub.status in ON_BOARD and not judge_on),
         "judge_on": judge_on,
-        "timeline": [{"state": s.value, "reached": i <= reached} for i, s in enumerate(TIMELINE)],
+        # whether the benchmark has judged metrics at all (no judge words otherwise)
+        "judged": judged,
         "created_at": sub.created_at.isoformat(),
         "verdict": sub.verdict,
         "missing_tasks": sub.missing_tasks,
         "records": sub.record_count,
         "error": sub.error if owner else None,
         "settings": sub.settings,
+        "evaluation_id": ev.id if ev else None,
         "metrics": ev.metrics if ev else None,
         "per_task": per_task,
         "per_dataset": ev.per_dataset if ev else {},
@@ -450,12 +463,16 @@ def submission_view(runtime: Runtime, submission_id: int, viewer: User | None) -
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
         "statistics": public(ev.statistics) if ev else None,
+        # every scoring stored (re-scores under other profiles included), oldest first
+        "evaluations": listed,
         "hidden": sub.hidden,
         "visibility": sub.visibility,
         # where a private run would rank among the public ones (its submitter's view)
         "would_rank": would_rank(runtime, definition.slug, ev.metrics)
-        if ev and owner and sub.visibility == "private"
+        if ev and on_boards and owner and sub.visibility == "private"
         else None,
+        # validation's warnings, each in full (submitter and staff; others see how many)
+        "warnings": events.warnings(runtime, sub.id) if owner else None,
         # the steps with their times; error texts only for the submitter and staff
         "log": events.log(runtime, sub.id, full=owner),
         "owner": owner,

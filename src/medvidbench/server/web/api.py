@@ -16,7 +16,7 @@ from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime, storing
-from medvidbench.server.services import catalogue
+from medvidbench.server.services import catalogue, events
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.boards import compare as compare_rows
 from medvidbench.server.services.exports import export_board
@@ -261,7 +261,13 @@ async def create_submission(
     finally:
         received.unlink(missing_ok=True)
     response.headers.update(rate_limit_headers(quota(rt, user, slug)))
-    return SubmissionCreated(id=sub.id, status=sub.status, url=f"/submissions/{sub.id}")
+    return SubmissionCreated(
+        id=sub.id,
+        status=sub.status,
+        url=f"/submissions/{sub.id}",
+        visibility=sub.visibility,
+        warnings=events.warnings(rt, sub.id),
+    )
 
 
 def rate_limit_headers(windows: list[Any]) -> dict[str, str]:
@@ -320,9 +326,12 @@ def change_visibility(
 
 
 @router.get("/submissions/{submission_id}")
-def submission(request: Request, rt: Rt, submission_id: deps.DbId) -> dict[str, Any]:
-    """Status, metrics, per-task and per-dataset results, judge provenance."""
-    return submission_view(rt, submission_id, deps.current_user(request))
+def submission(
+    request: Request, rt: Rt, submission_id: deps.DbId, evaluation: deps.EvaluationId = None
+) -> dict[str, Any]:
+    """Status, metrics, per-task and per-dataset results, judge provenance; every evaluation
+    stored (re-scores included) and the validation warnings' texts (submitter and staff)."""
+    return submission_view(rt, submission_id, deps.current_user(request), evaluation)
 
 
 # Benchmark-scoped routes, and the single-benchmark paths of earlier versions (same handlers,

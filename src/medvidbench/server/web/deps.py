@@ -7,7 +7,7 @@ import secrets
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import Path, Request
+from fastapi import Path, Query, Request
 
 from medvidbench.core.errors import AuthenticationError, PermissionDeniedError
 from medvidbench.server.runtime import Runtime
@@ -96,6 +96,11 @@ def check_csrf(request: Request, form: Any) -> None:
 # ids are INTEGER columns: 32 bits on PostgreSQL, which answers a larger one with an error
 MAX_ID = 2**31 - 1
 DbId = Annotated[int, Path(ge=1, le=MAX_ID, description="A database id.")]
+# An optional evaluation of a submission (?evaluation=ID): none means the boards' one.
+EvaluationId = Annotated[
+    int | None,
+    Query(ge=1, le=MAX_ID, description="Show this evaluation (default: the boards' one)."),
+]
 
 
 def form_id(value: str | None) -> int:

@@ -12,16 +12,14 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from medvidbench import __version__
+from medvidbench.core import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def metric(value: Any, percent: bool = False) -> str:
-    """A metric as the leaderboard shows it: 3 decimals (or a percentage with 2, for a metric
-    shown as one), or an em dash when missing."""
-    if value is None:
-        return "—"
-    return f"{100 * float(value):.2f}%" if percent else f"{float(value):.3f}"
+def metric(number: Any, percent: bool = False) -> str:
+    """A metric as the leaderboard shows it (:func:`medvidbench.core.display.value`)."""
+    return display.value(number, percent)
 
 
 @cache
@@ -34,6 +32,8 @@ def templates() -> Environment:
     )
     env.filters["metric"] = metric
     env.filters["breakable"] = breakable
+    env.globals["absent"] = display.absent  # why a metric has no value, in the table's words
+    env.filters["count"] = display.count  # {{ n|count("item") }}: "1 item", "3 items"
     env.globals["version"] = __version__
     return env
 

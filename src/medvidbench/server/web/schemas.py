@@ -6,8 +6,10 @@ from pydantic import BaseModel
 
 
 class SubmissionCreated(BaseModel):
-    """An accepted upload: where to follow it."""
+    """An accepted upload: where to follow it, who sees it, and what validation warned about."""
 
     id: int
     status: str
     url: str
+    visibility: str = "public"
+    warnings: list[str] = []

@@ -15,6 +15,8 @@ from medvidbench.core.errors import (
 from medvidbench.server.services import accounts, teams
 from medvidbench.server.services.submissions import list_submissions
 from medvidbench.server.store.models import User
+from medvidbench.server.web import token_reveal
+from medvidbench.server.web.app import secret_key
 from medvidbench.server.web.deps import (
     DbId,
     check_csrf,
@@ -118,7 +120,10 @@ def account(request: Request) -> Response:
     user = current_user(request)
     if user is None:
         return _see("/login?next=/account")
-    return _account_page(request, user)
+    secret = token_reveal.pop_secret(request, secret_key(request.app.state.runtime))
+    if secret and not accounts.fresh_token(request.app.state.runtime, user, secret):
+        secret = None  # revoked, another user's, or too old to show
+    return _account_page(request, user, secret)
 
 
 def _account_page(
@@ -146,6 +151,12 @@ def _account_page(
     return response
 
 
+@router.get("/account/tokens")
+def tokens_list(request: Request) -> Response:
+    """The tokens live on the account page (an old bookmark or a typed address lands there)."""
+    return _see("/account#tokens")
+
+
 @router.post("/account/tokens")
 async def token_create(request: Request) -> Response:
     user = current_user(request)
@@ -153,9 +164,12 @@ async def token_create(request: Request) -> Response:
         return _see("/login?next=/account")
     form = await request.form()
     check_csrf(request, form)
-    secret = accounts.issue_token(request.app.state.runtime, user, str(form.get("name", "token")))
-    # Shown once, in this response only: the secret never travels in the session cookie.
-    return _account_page(request, user, secret)
+    rt = request.app.state.runtime
+    secret = token_reveal.new_secret(request, secret_key(rt))
+    accounts.issue_token(rt, user, str(form.get("name", "token")), secret)
+    # Shown once, on the page this redirects to: a reload there creates nothing. Only a seed
+    # travels in the session cookie (see token_reveal).
+    return _see("/account#tokens")
 
 
 @router.post("/account/team")

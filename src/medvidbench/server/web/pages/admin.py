@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from medvidbench.core.config import judge_wanted
@@ -33,12 +33,16 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/admin", response_class=HTMLResponse)
-def admin(request: Request, benchmark: str = "") -> Response:
+def admin(
+    request: Request,
+    benchmark: str = "",
+    audit_page: int = Query(1, ge=1, le=1_000_000, description="The audit log's page."),
+) -> Response:
     """The admin area; the board and the forms that need one are ``benchmark``'s."""
     user = admin_user(request)
     rt = request.app.state.runtime
     definition = rt.definition(benchmark or None)
-    seen = administration.overview(rt, user)
+    seen = administration.overview(rt, user, log_page=audit_page, slug=definition.slug)
     return page(
         request,
         "admin.html",
@@ -46,6 +50,10 @@ def admin(request: Request, benchmark: str = "") -> Response:
         users=seen.users,
         subs=seen.submissions,
         log=seen.log,
+        log_page=seen.log_page,
+        log_pages=seen.log_pages,
+        off_board=seen.off_board,
+        ask=ask,
         official=boards.board_rows(rt, "official", slug=definition.slug),
         slug=definition.slug,
         definition=definition,
@@ -62,13 +70,17 @@ async def admin_action(request: Request, action: str) -> Response:
     actor = admin_user(request)
     form = await request.form()
     check_csrf(request, form)
-    if form.get("confirm") != "yes":
-        raise UsageError("tick the confirmation box to do this")
     rt = request.app.state.runtime
     value = {k: str(v) for k, v in form.items() if isinstance(v, str)}
     handler = _ADMIN.get(action)
     if handler is None:
         raise NotFoundError(f"no admin action {action!r}")
+    if form.get("confirm") != "yes":
+        # One confirmation per action: the browser asks (app.js); without script, this page
+        # asks once, with the same fields and one button.
+        fields = {k: v for k, v in value.items() if k not in ("csrf", "confirm")}
+        question = ask(action, value)
+        return page(request, "confirm.html", action=action, fields=fields, question=question)
     try:
         handler(rt, actor, value)
     except ValueError as exc:
@@ -128,6 +140,28 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
     accounts.approve(rt, actor, f.get("username", ""))
+
+
+# What each action asks before it is done (the one confirmation; {fields} of its form).
+_ASK: dict[str, str] = {
+    "role": "Make {username} {role}?",
+    "approve": "Approve {username}? They may then submit.",
+    "promote": "Put submission {submission_id} on the official board as verified?",
+    "add": "Add {model_name} to the official board as a reported result?",
+    "remove": "Take entry {entry_id} off the official board?",
+    "hide": "Hide submission {submission_id} from every board? Unhide puts it back.",
+    "unhide": "Put submission {submission_id} back on the boards?",
+    "delete": "Delete submission {submission_id} for good? Its file and scores are removed; "
+    "this cannot be undone (the audit log keeps the record).",
+    "rescore": "Re-score submission {submission_id} under the profile {profile}?",
+    "rejudge": "Re-judge submission {submission_id}? Cached judgements cost nothing.",
+}
+
+
+def ask(action: str, fields: dict[str, str]) -> str:
+    """The question an action asks, with its form's values (escaped where it is shown)."""
+    key = "rejudge" if action == "rescore" and fields.get("kind") == "rejudge" else action
+    return _ASK.get(key, "Do this?").format_map(defaultdict(str, fields))
 
 
 # What each action confirms, and the part of the page it returns to.

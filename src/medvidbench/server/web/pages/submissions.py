@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+)
 
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.services.items import BUCKETS, attribution, item_image, item_page
 from medvidbench.server.services.submissions import submission_view
 from medvidbench.server.services.visibility import set_visibility
-from medvidbench.server.web.deps import DbId, check_csrf, current_user
+from medvidbench.server.web.deps import DbId, EvaluationId, check_csrf, current_user
 from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
 
@@ -17,12 +23,32 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(request: Request, submission_id: DbId) -> Response:
+def submission_page(
+    request: Request, submission_id: DbId, evaluation: EvaluationId = None
+) -> Response:
     rt = request.app.state.runtime
-    view = submission_view(rt, submission_id, current_user(request))
+    view = submission_view(rt, submission_id, current_user(request), evaluation)
     definition = rt.definition(view["benchmark"])
     return page(
         request, "submission.html", sub=view, metrics=definition.metrics, definition=definition
+    )
+
+
+@router.get("/submissions/{submission_id}/report.json")
+def submission_report(
+    request: Request, submission_id: DbId, evaluation: EvaluationId = None
+) -> Response:
+    """The page's record as a JSON file: the evaluation shown, every evaluation, warnings, log."""
+    view = submission_view(
+        request.app.state.runtime, submission_id, current_user(request), evaluation
+    )
+    name = f"submission-{view['id']}-{view['profile'] or 'unscored'}.json"
+    return JSONResponse(
+        view,
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Cache-Control": "no-store",
+        },
     )
 
 
