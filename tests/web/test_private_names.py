@@ -119,3 +119,15 @@ def test_identical_files_are_refused_within_an_account_and_a_team(
     )
     assert withdrawn.status_code == 200
     assert upload(client, mine, synthetic["strong"], "Run A again").status_code == 202
+
+
+def test_a_reported_result_may_take_a_private_runs_name(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.server.services.entries import add_reported
+
+    owner = _token(web_runtime, "quiet", "Quiet Lab")
+    sid = upload(client, owner, synthetic["strong"], SECRET, visibility="private").json()["id"]
+    admin = make_user(web_runtime, "curator", "admin", team=None)
+    add_reported(web_runtime, admin, SECRET, "A paper", {}, source="paper", kind="community")
+    assert _publish(client, owner, sid).status_code == 409

@@ -15,6 +15,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache
 from medvidbench.server.services.accounts import audit, require_role
 from medvidbench.server.services.boards import find_board
+from medvidbench.server.services.names import on_board
 from medvidbench.server.services.submissions import clean_url, current_benchmark, model_key
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Board, Entry, Submission, User
@@ -117,9 +118,7 @@ def add_reported(
     with transaction(runtime.sessions) as session:
         board = find_board(session, bench.id, kind)
         key = model_key(model_name)
-        if session.scalar(
-            select(Entry.id).where(Entry.board_id == board.id, Entry.model_key == key)
-        ):
+        if on_board(session, board.id, key):
             raise ConflictError(f"{model_name!r} is already on the {kind} board")
         entry = Entry(
             board_id=board.id,
