@@ -73,3 +73,42 @@ document.addEventListener("DOMContentLoaded", () => {
       });
   }
 });
+
+// ---- Scroll boxes (issue 22): a table wider than the screen scrolls inside its box, never the
+// page. A box that overflows can be focused (so the keyboard can scroll it), is a named region,
+// and says above itself that it scrolls; one that fits says nothing.
+(function scrollBoxes() {
+  const hintFor = (box) => {
+    let hint = box.previousElementSibling;
+    if (!hint || !hint.classList.contains("scroll-hint")) {
+      hint = document.createElement("p");
+      hint.className = "scroll-hint";
+      hint.setAttribute("aria-hidden", "true"); // the region's name says it to screen readers
+      hint.textContent = "⇆ Wider than the screen: scroll the table sideways";
+      box.before(hint);
+    }
+    return hint;
+  };
+  const nameOf = (box) => {
+    const caption = box.querySelector("caption");
+    let heading = box.previousElementSibling;
+    while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
+    return box.dataset.label || (caption && caption.textContent.trim())
+      || (heading && heading.textContent.trim()) || "Table";
+  };
+  const mark = () => {
+    document.querySelectorAll(".scroll").forEach((box) => {
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("scrolls", wide);
+      hintFor(box).hidden = !wide;
+      if (wide) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", `${nameOf(box)} (scrolls sideways)`);
+      }
+    });
+  };
+  document.addEventListener("DOMContentLoaded", mark);
+  window.addEventListener("resize", mark);
+  window.addEventListener("load", mark);
+})();
