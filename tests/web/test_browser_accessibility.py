@@ -48,10 +48,9 @@ class Visit:
         return (slug or "home") + ("-admin" if self.admin else "")
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Both benchmarks on one server, one scored submission on each community board."""
-    data = tmp_path_factory.mktemp("a11y")
+def site_with_uploads(data: Path) -> Iterator[dict[str, Any]]:
+    """Both benchmarks on one server, one scored submission on each community board; the
+    entries a mixed comparison takes (scored here, and reported)."""
     create_user(data, ADMIN, PASSWORD, "--admin")
     token = subprocess.run(
         [*CLI, "tokens", "create", ADMIN, "--data-dir", str(data)],
@@ -69,6 +68,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         ]
         mixed = f"{boards[0][0]['entry_id']},{boards[1][0]['entry_id']}"  # scored and reported
         yield {"url": server.url, "video": video, "grounding": grounding, "mixed": mixed}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    yield from site_with_uploads(tmp_path_factory.mktemp("a11y"))
 
 
 def _upload(url: str, token: str, path: Path, slug: str) -> int:

@@ -49,7 +49,8 @@ def benchmark_home_slash(request: Request, slug: str) -> Response:
 @router.get("/b/{slug}/board/{kind}", response_class=HTMLResponse)
 def board(request: Request, slug: str, kind: str) -> Response:
     rt = request.app.state.runtime
-    context = board_context(rt, kind, dict(request.query_params), slug)
+    params, cols = dict(request.query_params), request.query_params.getlist("col")
+    context = board_context(rt, kind, params, slug, cols)
     return page(request, "board.html", slug=slug, **context)
 
 

@@ -112,3 +112,55 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("resize", mark);
   window.addEventListener("load", mark);
 })();
+
+// ---- Boards (issue 22): the filters and the column chooser apply as they change, in place
+// (the Apply button does the same without JS); the address keeps what is shown.
+(function liveBoard() {
+  document.addEventListener("DOMContentLoaded", () => {
+    const form = document.getElementById("board-filters");
+    if (!form) return;
+    const button = document.getElementById("apply-filters");
+    if (button) button.hidden = true;
+    let timer = null;
+    let latest = 0;
+    const apply = async () => {
+      const query = new URLSearchParams();
+      for (const [k, v] of new FormData(form)) if (v) query.append(k, v);
+      const qs = query.toString();
+      const url = qs ? `${form.action}?${qs}` : form.action;
+      const ticket = ++latest;
+      try {
+        const response = await fetch(url, {headers: {Accept: "text/html"}});
+        if (ticket !== latest) return; // a newer change is on its way
+        const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+        const fresh = doc.getElementById("board-results");
+        if (!response.ok || !fresh) throw new Error(`board answered ${response.status}`);
+        document.getElementById("board-results").replaceWith(fresh);
+        const summary = doc.querySelector("#column-chooser summary");
+        if (summary) document.querySelector("#column-chooser summary").textContent = summary.textContent;
+        history.replaceState(null, "", url);
+        window.dispatchEvent(new Event("resize")); // the scroll boxes measure themselves again
+      } catch (e) {
+        window.location.assign(url); // the server's page, as without JS
+      }
+    };
+    form.addEventListener("change", (e) => {
+      if (e.target.name === "q") return; // typed: handled on input
+      if (e.target.name === "col" && !form.querySelector("input[name=col]:checked")) {
+        e.target.checked = true; // at least one column stays
+        return;
+      }
+      apply();
+    });
+    form.addEventListener("input", (e) => {
+      if (e.target.name !== "q") return;
+      clearTimeout(timer);
+      timer = setTimeout(apply, 250);
+    });
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      clearTimeout(timer);
+      apply();
+    });
+  });
+})();
