@@ -193,3 +193,33 @@ def test_every_page_passes_axe(
         for name, violations in found.items()
         for v in violations
     )
+
+
+# Boxes wider than their content area that do not say above themselves that they scroll.
+SILENT_BOXES = """() => [...document.querySelectorAll('main .scroll, main pre')].filter(box => {
+    const hint = box.previousElementSibling;
+    const says = hint && hint.classList.contains('scroll-hint') && !hint.hidden;
+    const inside = box.tagName === 'PRE' && box.closest('.scroll');
+    return box.scrollWidth > box.clientWidth + 1 && !says && !inside;
+}).map(box => box.getAttribute('aria-label') || box.className)"""
+
+
+def test_no_page_is_wider_than_a_phone(site: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    """At 390 px the page never scrolls sideways; a wide table scrolls inside its box, which
+    says so (the submission page measured with its log open)."""
+    url, wide, silent = site["url"], {}, {}
+    contexts = {admin: _context(browser, url, "light", admin, width=390) for admin in (False, True)}
+    for visit in visits(site):
+        page = _open(contexts[visit.admin], url, visit)
+        if page.locator("details#log").count():
+            page.click("details#log summary")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            wide[visit.name] = width
+        if boxes := page.evaluate(SILENT_BOXES):
+            silent[visit.name] = boxes
+        shot(page, f"phone-{visit.name}")
+        page.close()
+    for context in contexts.values():
+        context.close()
+    assert wide == {} and silent == {}, (wide, silent)

@@ -65,26 +65,37 @@ document.addEventListener("DOMContentLoaded", () => {
           type: "bar", name: e.model_name, x: names,
           y: keys.map((k) => e.normalised[k] ?? null),
         }));
+        // The legend sits above the plot, where it cannot cover the axis titles (issue 22).
         window.Plotly.newPlot(chart, traces, {barmode: "group",
-          xaxis: {title: {text: "metric"}},
-          yaxis: {range: [0, 1], title: {text: "normalised score (1 = best)"}},
-          margin: {t: 20, b: 110}, legend: {orientation: "h", y: -0.35}},
+          xaxis: {title: {text: "metric"}, automargin: true},
+          yaxis: {range: [0, 1], title: {text: "normalised score (1 = best)"}, automargin: true},
+          margin: {t: 70, b: 40, l: 60, r: 10},
+          legend: {orientation: "h", x: 0, y: 1.02, xanchor: "left", yanchor: "bottom"}},
           {responsive: true, displaylogo: false});
       });
   }
 });
 
-// ---- Scroll boxes (issue 22): a table wider than the screen scrolls inside its box, never the
-// page. A box that overflows can be focused (so the keyboard can scroll it), is a named region,
-// and says above itself that it scrolls; one that fits says nothing.
+// ---- Scroll boxes (issue 22): a table or code block wider than the screen scrolls inside its
+// own box, never the page. A box that overflows can be focused (so the keyboard can scroll
+// it), is a named region, and says above itself that it scrolls; one that fits says nothing.
 (function scrollBoxes() {
+  const wrapTables = () => {
+    document.querySelectorAll("main table").forEach((table) => {
+      if (table.closest(".scroll")) return;
+      const box = document.createElement("div");
+      box.className = "scroll";
+      table.before(box);
+      box.append(table);
+    });
+  };
   const hintFor = (box) => {
     let hint = box.previousElementSibling;
     if (!hint || !hint.classList.contains("scroll-hint")) {
       hint = document.createElement("p");
       hint.className = "scroll-hint";
       hint.setAttribute("aria-hidden", "true"); // the region's name says it to screen readers
-      hint.textContent = "⇆ Wider than the screen: scroll the table sideways";
+      hint.textContent = "⇆ Wider than the screen: scroll sideways";
       box.before(hint);
     }
     return hint;
@@ -94,13 +105,14 @@ document.addEventListener("DOMContentLoaded", () => {
     let heading = box.previousElementSibling;
     while (heading && !/^H[1-6]$/.test(heading.tagName)) heading = heading.previousElementSibling;
     return box.dataset.label || (caption && caption.textContent.trim())
-      || (heading && heading.textContent.trim()) || "Table";
+      || (heading && heading.textContent.trim()) || (box.tagName === "PRE" ? "Code" : "Table");
   };
   const mark = () => {
-    document.querySelectorAll(".scroll").forEach((box) => {
+    document.querySelectorAll("main .scroll, main pre").forEach((box) => {
+      if (box.tagName === "PRE" && box.closest(".scroll")) return; // its table's box scrolls
       const wide = box.scrollWidth > box.clientWidth + 1;
       box.classList.toggle("scrolls", wide);
-      hintFor(box).hidden = !wide;
+      if (wide || box.classList.contains("scroll")) hintFor(box).hidden = !wide;
       if (wide) {
         box.tabIndex = 0;
         box.setAttribute("role", "region");
@@ -108,8 +120,8 @@ document.addEventListener("DOMContentLoaded", () => {
       }
     });
   };
-  document.addEventListener("DOMContentLoaded", mark);
-  window.addEventListener("resize", mark);
+  document.addEventListener("DOMContentLoaded", () => { wrapTables(); mark(); });
+  window.addEventListener("resize", () => { wrapTables(); mark(); });
   window.addEventListener("load", mark);
 })();
 
