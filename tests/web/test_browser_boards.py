@@ -141,11 +141,11 @@ def test_compare_warns_when_it_mixes_test_sets(site: dict[str, Any], browser: An
     page.goto(f"{url}/b/medvidbench/compare?entries={site['mixed']}")
     warning = page.locator("#compare-mixed")
     assert warning.is_visible()
-    assert "not comparable" in warning.inner_text()
+    assert "Not comparable" in warning.inner_text() and "demo test set" in warning.inner_text()
     headers = page.locator("#compare-table thead th").all_inner_texts()
     assert any("reported" in h for h in headers) and any("demo" in h for h in headers)
     page.wait_for_selector("#chart .main-svg", timeout=30_000)
-    legend = page.locator("#chart .legendtext").all_inner_texts()
+    legend = page.locator("#chart .legendtext").all_text_contents()
     assert any("reported" in t for t in legend) and any("demo" in t for t in legend)
     shot(page, "compare-mixed")
 

@@ -173,3 +173,17 @@ def _chooser(definition: Benchmark, shown: set[str]) -> list[tuple[str, list[tup
     for m in definition.metrics:
         groups.setdefault(definition.group_of(m), []).append((m, m.key in shown))
     return list(groups.items())
+
+
+def origins(rows: list[BoardRow], demo: bool) -> tuple[dict[int, str], bool]:
+    """What each compared entry's numbers are (reported elsewhere, or scored by this server,
+    on the demo test set when it is one), and whether a comparison mixes the two on a demo
+    server, where the reported numbers come from another test set."""
+    where = {
+        r.entry_id: ("reported" if r.submission_id is None else "scored here")
+        + (", real test set" if demo and r.submission_id is None else "")
+        + (", demo test set" if demo and r.submission_id is not None else "")
+        for r in rows
+    }
+    kinds = {r.submission_id is None for r in rows}
+    return where, demo and len(kinds) == 2

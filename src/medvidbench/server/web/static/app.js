@@ -61,8 +61,11 @@ document.addEventListener("DOMContentLoaded", () => {
         // chart names no metric and knows no scale.
         const keys = body.metrics;
         const names = keys.map((k) => body.columns[k] || k);
+        // Each bar says where its numbers come from, as the table's headers do (issue 22).
+        const demo = chart.dataset.demo === "yes";
+        const origin = (e) => (e.submission_id == null ? "reported" : demo ? "scored on the demo set" : "scored here");
         const traces = body.entries.map((e) => ({
-          type: "bar", name: e.model_name, x: names,
+          type: "bar", name: `${e.model_name} (${origin(e)})`, x: names,
           y: keys.map((k) => e.normalised[k] ?? null),
         }));
         // The legend sits above the plot, where it cannot cover the axis titles (issue 22).
