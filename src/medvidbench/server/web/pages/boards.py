@@ -21,7 +21,7 @@ from medvidbench.server.web.api import receive_upload
 from medvidbench.server.web.deps import check_csrf, current_user, entry_ids
 from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
-from medvidbench.server.web.views import board_context
+from medvidbench.server.web.views import board_context, origins
 
 router = APIRouter(include_in_schema=False)
 
@@ -49,7 +49,8 @@ def benchmark_home_slash(request: Request, slug: str) -> Response:
 @router.get("/b/{slug}/board/{kind}", response_class=HTMLResponse)
 def board(request: Request, slug: str, kind: str) -> Response:
     rt = request.app.state.runtime
-    context = board_context(rt, kind, dict(request.query_params), slug)
+    params, cols = dict(request.query_params), request.query_params.getlist("col")
+    context = board_context(rt, kind, params, slug, cols)
     return page(request, "board.html", slug=slug, **context)
 
 
@@ -82,6 +83,7 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
                 ids, default = top, kind
                 break
     chosen = [] if problems else [rows[i] for i in ids]
+    origin, mixed = origins(chosen, current_benchmark(rt, definition.slug).is_demo)
     needle = q.strip().casefold()
     matching = [
         c.row.entry_id
@@ -95,6 +97,8 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
         status=400 if problems else 200,
         slug=definition.slug,
         chosen=chosen,
+        origin=origin,
+        mixed=mixed,
         comparisons=boards.compare(rt, chosen, definition.slug),
         choices=shown,
         problems=problems,
