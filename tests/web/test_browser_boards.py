@@ -75,6 +75,13 @@ def test_column_chooser_sort_marks_and_live_filters(site: dict[str, Any], browse
     assert page.evaluate("window.stillHere") is True and "q=no+model" in page.url
     page.fill("input[name=q]", "")
     page.wait_for_selector("table#board")
+    page.click("#column-chooser summary")  # closed again since the reload
+    page.uncheck(f"#column-chooser input[value='{extra['key']}']")  # back to the default
+    page.wait_for_selector(
+        f"table#board thead th.sortable >> text={extra['column']}", state="detached"
+    )
+    assert page.locator("table#board thead th.sortable").count() == len(default)
+    assert "col=" not in page.url  # the default columns need no mention in the address
     page.close()
 
     # Without JS the same form works with its button.
