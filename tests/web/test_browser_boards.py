@@ -16,16 +16,26 @@ from tests.web.test_browser import browser, shot  # noqa: F401  (the shared Chro
 from tests.web.test_browser_accessibility import site_with_uploads
 
 # Every metric-name fragment that holds "_" lies on one line (no break inside a name).
-UNBROKEN = """() => [...document.querySelectorAll('table#board .metric-name')].filter(span => {
-    const text = span.textContent;
-    return text.split(/[ @]/).filter(w => w.includes('_')).some(word => {
-        const start = text.indexOf(word), range = document.createRange();
-        range.setStart(span.firstChild, start);
-        range.setEnd(span.firstChild, start + word.length);
-        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-        return tops.size > 1;
-    });
-}).map(span => span.textContent)"""
+UNBROKEN = """() => {
+    const range = (el, from, to) => {  // a range over the text, across its text nodes
+        const r = document.createRange(), walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let at = 0, node, started = false;
+        while ((node = walk.nextNode())) {
+            if (!started && from < at + node.length) { r.setStart(node, from - at); started = true; }
+            if (to <= at + node.length) { r.setEnd(node, to - at); break; }
+            at += node.length;
+        }
+        return r;
+    };
+    return [...document.querySelectorAll('table#board .metric-name')].filter(span => {
+        const text = span.textContent;
+        return text.split(/[ @]/).filter(w => w.includes('_')).some(word => {
+            const from = text.indexOf(word);
+            const rects = [...range(span, from, from + word.length).getClientRects()];
+            return new Set(rects.map(r => Math.round(r.top))).size > 1;
+        });
+    }).map(span => span.textContent);
+}"""
 
 
 @pytest.fixture(scope="module")
