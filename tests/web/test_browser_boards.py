@@ -16,16 +16,26 @@ from tests.web.test_browser import browser, shot  # noqa: F401  (the shared Chro
 from tests.web.test_browser_accessibility import site_with_uploads
 
 # Every metric-name fragment that holds "_" lies on one line (no break inside a name).
-UNBROKEN = """() => [...document.querySelectorAll('table#board .metric-name')].filter(span => {
-    const text = span.textContent;
-    return text.split(/[ @]/).filter(w => w.includes('_')).some(word => {
-        const start = text.indexOf(word), range = document.createRange();
-        range.setStart(span.firstChild, start);
-        range.setEnd(span.firstChild, start + word.length);
-        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-        return tops.size > 1;
-    });
-}).map(span => span.textContent)"""
+UNBROKEN = """() => {
+    const range = (el, from, to) => {  // a range over the text, across its text nodes
+        const r = document.createRange(), walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let at = 0, node, started = false;
+        while ((node = walk.nextNode())) {
+            if (!started && from < at + node.length) { r.setStart(node, from - at); started = true; }
+            if (to <= at + node.length) { r.setEnd(node, to - at); break; }
+            at += node.length;
+        }
+        return r;
+    };
+    return [...document.querySelectorAll('table#board .metric-name')].filter(span => {
+        const text = span.textContent;
+        return text.split(/[ @]/).filter(w => w.includes('_')).some(word => {
+            const from = text.indexOf(word);
+            const rects = [...range(span, from, from + word.length).getClientRects()];
+            return new Set(rects.map(r => Math.round(r.top))).size > 1;
+        });
+    }).map(span => span.textContent);
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +85,13 @@ def test_column_chooser_sort_marks_and_live_filters(site: dict[str, Any], browse
     assert page.evaluate("window.stillHere") is True and "q=no+model" in page.url
     page.fill("input[name=q]", "")
     page.wait_for_selector("table#board")
+    page.click("#column-chooser summary")  # closed again since the reload
+    page.uncheck(f"#column-chooser input[value='{extra['key']}']")  # back to the default
+    page.wait_for_selector(
+        f"table#board thead th.sortable >> text={extra['column']}", state="detached"
+    )
+    assert page.locator("table#board thead th.sortable").count() == len(default)
+    assert "col=" not in page.url  # the default columns need no mention in the address
     page.close()
 
     # Without JS the same form works with its button.

@@ -139,8 +139,11 @@ document.addEventListener("DOMContentLoaded", () => {
     let timer = null;
     let latest = 0;
     const apply = async () => {
+      // The default columns need no mention in the address.
+      const boxes = [...form.querySelectorAll("input[name=col]")];
+      const usual = boxes.every((box) => box.checked === (box.dataset.default === "yes"));
       const query = new URLSearchParams();
-      for (const [k, v] of new FormData(form)) if (v) query.append(k, v);
+      for (const [k, v] of new FormData(form)) if (v && !(usual && k === "col")) query.append(k, v);
       const qs = query.toString();
       const url = qs ? `${form.action}?${qs}` : form.action;
       const ticket = ++latest;
