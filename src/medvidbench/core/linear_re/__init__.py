@@ -34,233 +34,31 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+from medvidbench.core.linear_re.program import (
+    AT,
+    CHAR,
+    END,
+    JMP,
+    LAZY,
+    LOOK,
+    MATCH,
+    RUN,
+    SAVE,
+    SHAPE_LONGEST,
+    SHAPES_KEPT,
+    SPLIT,
+    CharClass,
+    Compiler,
+    Lazy,
+    Run,
+    Shapes,
+    UnsupportedPattern,
+    never,
+    nullable,
+    word_character,
+)
+
 __all__ = ["LinearMatch", "LinearPattern", "UnsupportedPattern", "compile"]
-
-# Program instructions.
-_CHAR, _SPLIT, _JMP, _SAVE, _LOOK, _AT, _MATCH, _END, _RUN, _LAZY = range(10)
-_CONSUMING = {C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY}
-
-
-class UnsupportedPattern(ValueError):
-    """A pattern construct this matcher does not reproduce exactly."""
-
-
-class _CharClass:
-    """Membership of one character in one class, decided by ``re`` and remembered."""
-
-    __slots__ = ("_flags", "_single", "_state", "known", "node")
-
-    def __init__(self, node: tuple[Any, Any], state: Any, flags: int) -> None:
-        self.node = node
-        self._state = state
-        self._flags = flags
-        self._single = self.compile_like([node]).fullmatch
-        self.known: dict[str, bool] = {}
-
-    def compile_like(self, items: list[Any]) -> re.Pattern[str]:
-        """``items`` (parsed nodes) compiled by ``re`` with this class's pattern state and flags."""
-        compiled: re.Pattern[str] = sre_compile.compile(self.subpattern(items), self._flags)
-        return compiled
-
-    def subpattern(self, items: list[Any]) -> Any:
-        """``items`` as a parse tree of this class's pattern."""
-        return sre_parse.SubPattern(self._state, items)
-
-    def __call__(self, ch: str) -> bool:
-        known = self.known.get(ch)
-        if known is None:
-            known = self.known[ch] = self._single(ch) is not None
-        return known
-
-
-def _nullable(items: Any) -> bool:
-    """Whether a parsed sequence can match without consuming a character."""
-    return all(_node_nullable(op, av) for op, av in items)
-
-
-def _node_nullable(op: Any, av: Any) -> bool:
-    if op in _CONSUMING:
-        return False
-    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
-        return av[0] == 0 or _nullable(av[2])
-    if op is C.SUBPATTERN:
-        return _nullable(av[3])
-    if op is C.BRANCH:
-        return any(_nullable(alt) for alt in av[1])
-    return True  # assertions and anchors consume nothing
-
-
-class _Run:
-    """``x*``, ``x?`` or ``x??`` for one character class ``x``, in one instruction.
-
-    ``x*`` stands for the loop ``L: split(L+1, E) / L+1: x / jmp L``: it visits every loop state
-    (L, p+i) along the run before any continuation, so they are all marked at once, and a loop
-    state already known to fail ends the run there, as it would end the loop. Then the
-    continuations (E, p+i) are explored in the loop's order, longest first. An optional ``x``
-    has no loop state: (E, p+1) then (E, p) when greedy, the other way round when lazy. The
-    run's end is found by ``re`` in one call.
-    """
-
-    __slots__ = ("greedy", "key", "member", "runs", "span", "unbounded")
-
-    def __init__(self, member: _CharClass, greedy: bool, unbounded: bool) -> None:
-        self.member = member
-        self.greedy = greedy
-        self.unbounded = unbounded
-        body = member.subpattern([member.node])
-        self.span = member.compile_like([(C.MAX_REPEAT, (0, 1, body))]).match
-        self.runs = member.compile_like([(C.MAX_REPEAT, (1, C.MAXREPEAT, body))]).finditer
-        self.key = repr(member.node)
-
-    def ends(self, text: str) -> list[int]:
-        """For every position, where the run of this class starting there ends (itself when
-        the character there is not in the class): one pass over the text, in ``re``."""
-        ends = list(range(len(text) + 1))
-        for run in self.runs(text):
-            start, end = run.span()
-            ends[start:end] = [end] * (end - start)
-        return ends
-
-
-class _Lazy:
-    """``x*?`` for one character class: ``L: split(E, L+1) / L+1: x / jmp L``, E = L+3.
-
-    The loop tries its continuation at every position of the run, shortest first. Where the
-    continuation cannot start (its first character is not there, and no zero-width path of it
-    can succeed there), the try fails at once; this instruction jumps over such positions to the
-    next one where it can (found by ``re``), marking the loop states it passes as the loop would.
-    ``search`` is None when the continuation can succeed without a first character other than
-    at the end of the text; then every position is tried.
-    """
-
-    __slots__ = ("end_ok", "run", "search")
-
-    def __init__(self, run: _Run) -> None:
-        self.run = run
-        self.search: Any = None
-        self.end_ok = False
-
-
-class _Compiler:
-    """Turns ``re``'s parse tree into a flat program for :class:`LinearPattern`."""
-
-    def __init__(self, state: Any, flags: int) -> None:
-        self.state = state
-        self.flags = flags
-        self.ops: list[int] = []
-        self.args: list[Any] = []
-
-    def emit(self, op: int, arg: Any = None) -> int:
-        self.ops.append(op)
-        self.args.append(arg)
-        return len(self.ops) - 1
-
-    def char_class(self, node: tuple[Any, Any]) -> _CharClass:
-        return _CharClass(node, self.state, self.flags)
-
-    def sequence(self, items: Any, *, top: bool = False) -> None:
-        items = list(items)
-        for i, (op, av) in enumerate(items):
-            if top and i == len(items) - 1 and op is C.ASSERT and av[0] == 1:
-                # A lookahead that ends the whole pattern: the match ends here, and what follows
-                # must match; nothing after it can make the engine come back into it.
-                self.emit(_END)
-                self.sequence(av[1])
-                return
-            self.node(op, av)
-
-    def node(self, op: Any, av: Any) -> None:
-        if op in _CONSUMING:
-            self.emit(_CHAR, self.char_class((op, av)))
-        elif op is C.SUBPATTERN:
-            group, add_flags, del_flags, body = av
-            if add_flags or del_flags:
-                raise UnsupportedPattern("inline flags")
-            if group is not None:
-                self.emit(_SAVE, 2 * group)
-            self.sequence(body)
-            if group is not None:
-                self.emit(_SAVE, 2 * group + 1)
-        elif op is C.BRANCH:
-            self.branch(av[1])
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
-            self.repeat(av, greedy=op is C.MAX_REPEAT)
-        elif op in (C.ASSERT, C.ASSERT_NOT):
-            self.look(av, negate=op is C.ASSERT_NOT)
-        elif op is C.AT:
-            if av not in _ANCHORS:
-                raise UnsupportedPattern(f"anchor {av}")
-            self.emit(_AT, av)
-        else:
-            raise UnsupportedPattern(str(op))
-
-    def branch(self, alternatives: Any) -> None:
-        jumps = []
-        for i, alt in enumerate(alternatives):
-            split = None
-            if i < len(alternatives) - 1:
-                split = self.emit(_SPLIT, None)
-            start = len(self.ops)
-            self.sequence(alt)
-            jumps.append(self.emit(_JMP, None))
-            if split is not None:
-                self.args[split] = (start, len(self.ops))
-        for j in jumps:
-            self.args[j] = len(self.ops)
-
-    def repeat(self, av: Any, *, greedy: bool) -> None:
-        low, high, body = av
-        if _nullable(body):
-            raise UnsupportedPattern("a repeated part that can match nothing")
-        for _ in range(low):
-            self.sequence(body)
-        body = list(body)
-        single = len(body) == 1 and body[0][0] in _CONSUMING
-        if single and ((high == C.MAXREPEAT and greedy) or high - low == 1):
-            # One character class, greedy or optional: a single instruction (see _Run). A lazy
-            # loop stays a loop: its states are visited one by one as its continuations fail.
-            self.emit(_RUN, _Run(self.char_class(body[0]), greedy, high == C.MAXREPEAT))
-            return
-        if single and high == C.MAXREPEAT:
-            # A lazy loop over one class: its continuation is only tried where it can start.
-            loop = self.emit(_LAZY, _Lazy(_Run(self.char_class(body[0]), True, True)))
-            self.sequence(body)
-            self.emit(_JMP, loop)
-            return
-        if high == C.MAXREPEAT:
-            loop = self.emit(_SPLIT, None)
-            self.sequence(body)
-            self.emit(_JMP, loop)
-            self.args[loop] = self.choice(loop + 1, len(self.ops), greedy)
-            return
-        splits = []
-        for _ in range(high - low):
-            splits.append(self.emit(_SPLIT, None))
-            self.sequence(body)
-        end = len(self.ops)
-        for split in splits:
-            self.args[split] = self.choice(split + 1, end, greedy)
-
-    @staticmethod
-    def choice(body: int, skip: int, greedy: bool) -> tuple[int, int]:
-        return (body, skip) if greedy else (skip, body)
-
-    def look(self, av: Any, *, negate: bool) -> None:
-        direction, body = av
-        body = list(body)
-        if len(body) != 1 or body[0][0] not in _CONSUMING:
-            raise UnsupportedPattern("a lookaround other than one character or a final lookahead")
-        self.emit(_LOOK, (direction, negate, self.char_class(body[0])))
-
-
-_ANCHORS = {
-    C.AT_BEGINNING,
-    C.AT_BEGINNING_STRING,
-    C.AT_END,
-    C.AT_END_STRING,
-    C.AT_BOUNDARY,
-    C.AT_NON_BOUNDARY,
-}
 
 
 class LinearMatch:
@@ -305,16 +103,16 @@ class LinearPattern:
         parsed = sre_parse.parse(pattern, flags)
         if parsed.state.flags & ~(re.IGNORECASE | re.DOTALL | re.UNICODE):
             raise UnsupportedPattern("inline flags")
-        if _nullable(parsed):
+        if nullable(parsed):
             raise UnsupportedPattern("a pattern that can match the empty string")
         self.groups = parsed.state.groups - 1
-        compiler = _Compiler(parsed.state, flags | parsed.state.flags)
+        compiler = Compiler(parsed.state, flags | parsed.state.flags)
         compiler.sequence(parsed, top=True)
-        compiler.emit(_MATCH)
+        compiler.emit(MATCH)
         self._ops = compiler.ops
         self._args = compiler.args
         for pc, op in enumerate(self._ops):
-            if op == _LAZY:
+            if op == LAZY:
                 self._plan_lazy(pc, parsed.state, flags | parsed.state.flags)
         # Where a match can start: at a character some first consuming instruction accepts.
         # Found by re itself (one character class: linear, in C), so most positions cost nothing.
@@ -322,7 +120,7 @@ class LinearPattern:
         union = [sre_parse.SubPattern(parsed.state, [node]) for node in firsts]
         branch = sre_parse.SubPattern(parsed.state, [(C.BRANCH, (None, union))])
         self._candidate = sre_compile.compile(branch, flags | parsed.state.flags).search
-        self._shapes = _Shapes(self._classes(), newline=C.AT_END in self._args)
+        self._shapes = Shapes(self._classes(), newline=C.AT_END in self._args)
         self._by_shape: dict[str, tuple[list[int], ...]] = {}
 
     def _plan_lazy(self, loop: int, state: Any, flags: int) -> None:
@@ -338,52 +136,52 @@ class LinearPattern:
                 continue
             seen.add((pc, at_end))
             op, arg = self._ops[pc], self._args[pc]
-            if op == _CHAR:
+            if op == CHAR:
                 firsts.append(arg.node)
-            elif op == _RUN:
+            elif op == RUN:
                 firsts.append(arg.member.node)
                 todo.append((pc + 1, at_end))
-            elif op == _MATCH:
+            elif op == MATCH:
                 if not at_end:
                     return  # a zero-width success anywhere: every position must be tried
                 end_ok = True
-            elif op == _AT and arg is C.AT_END_STRING:
+            elif op == AT and arg is C.AT_END_STRING:
                 todo.append((pc + 1, True))
-            elif op in (_AT, _LOOK, _LAZY):
+            elif op in (AT, LOOK, LAZY):
                 return  # too clever to skip over safely: try every position
-            elif op == _SPLIT:
+            elif op == SPLIT:
                 todo.extend((target, at_end) for target in arg)
-            elif op == _JMP:
+            elif op == JMP:
                 todo.append((arg, at_end))
             else:  # SAVE, END
                 todo.append((pc + 1, at_end))
         lazy = self._args[loop]
         union = [sre_parse.SubPattern(state, [node]) for node in firsts]
         branch = sre_parse.SubPattern(state, [(C.BRANCH, (None, union))] if union else [])
-        lazy.search = sre_compile.compile(branch, flags).search if union else _never
+        lazy.search = sre_compile.compile(branch, flags).search if union else never
         lazy.end_ok = end_ok
 
     def _classes(self) -> list[Callable[[str], bool]]:
         """Every test the program makes of one character."""
         tests: list[Callable[[str], bool]] = []
         for op, arg in zip(self._ops, self._args, strict=True):
-            if op == _CHAR:
+            if op == CHAR:
                 tests.append(arg)
-            elif op == _RUN:
+            elif op == RUN:
                 tests.append(arg.member)
-            elif op == _LAZY:
+            elif op == LAZY:
                 tests.append(arg.run.member)
-            elif op == _LOOK:
+            elif op == LOOK:
                 tests.append(arg[2])
-            elif op == _AT and arg in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
-                tests.append(_word_character)
+            elif op == AT and arg in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                tests.append(word_character)
         return tests
 
-    def _first_member(self, pc: int) -> _CharClass:
+    def _first_member(self, pc: int) -> CharClass:
         arg = self._args[pc]
-        if isinstance(arg, _Lazy):
+        if isinstance(arg, Lazy):
             return arg.run.member
-        return arg.member if isinstance(arg, _Run) else arg
+        return arg.member if isinstance(arg, Run) else arg
 
     def _first_chars(self) -> list[int]:
         """The consuming instructions reachable from the start without consuming anything."""
@@ -396,19 +194,19 @@ class LinearPattern:
                 continue
             seen.add(pc)
             op = self._ops[pc]
-            if op == _CHAR:
+            if op == CHAR:
                 chars.append(pc)
-            elif op == _RUN:
+            elif op == RUN:
                 chars.append(pc)
                 todo.append(pc + 1)
-            elif op == _LAZY:
+            elif op == LAZY:
                 chars.append(pc)
                 todo.append(pc + 3)
-            elif op == _SPLIT:
+            elif op == SPLIT:
                 todo.extend(self._args[pc])
-            elif op == _JMP:
+            elif op == JMP:
                 todo.append(self._args[pc])
-            elif op != _MATCH:
+            elif op != MATCH:
                 todo.append(pc + 1)
         return sorted(chars)
 
@@ -446,12 +244,12 @@ class LinearPattern:
         so texts whose characters fall in the same classes position by position match at the
         same places: short texts are matched once per such *shape* (a string of one
         representative per class combination, made by ``str.translate``), then remembered."""
-        if len(text) > _SHAPE_LONGEST:
+        if len(text) > SHAPE_LONGEST:
             return self._scan(text)
         shape = text.translate(self._shapes)
         found = self._by_shape.get(shape)
         if found is None:
-            if len(self._by_shape) >= _SHAPES_KEPT:
+            if len(self._by_shape) >= SHAPES_KEPT:
                 self._by_shape.clear()
             found = self._by_shape[shape] = tuple(self._scan(shape))
         return [list(slots) for slots in found]
@@ -503,7 +301,7 @@ class LinearPattern:
                     break
                 failed[key] = 1
                 op = ops[pc]
-                if op == _CHAR:
+                if op == CHAR:
                     if pos == n:
                         break
                     hit = args[pc].known.get(text[pos])
@@ -514,7 +312,7 @@ class LinearPattern:
                     pc += 1
                     pos += 1
                     continue
-                if op == _RUN:
+                if op == RUN:
                     run = args[pc]
                     if run.unbounded:
                         ends = run_ends.get(run.key)
@@ -537,7 +335,7 @@ class LinearPattern:
                     elif last > pos:
                         stack.append((pc, last))
                     continue
-                if op == _LAZY:
+                if op == LAZY:
                     lazy = args[pc]
                     if lazy.search is not None:
                         found = lazy.search(text, pos)
@@ -560,67 +358,36 @@ class LinearPattern:
                     stack.append((pc + 1, pos))
                     pc += 3
                     continue
-                if op == _SPLIT:
+                if op == SPLIT:
                     first, second = args[pc]
                     stack.append((second, pos))
                     pc = first
-                elif op == _JMP:
+                elif op == JMP:
                     pc = args[pc]
-                elif op == _SAVE:
+                elif op == SAVE:
                     slot = args[pc]
                     stack.append((-slot - 2, slots[slot]))
                     slots[slot] = pos
                     pc += 1
-                elif op == _LOOK:
+                elif op == LOOK:
                     if not _look(text, pos, args[pc]):
                         break
                     pc += 1
-                elif op == _AT:
+                elif op == AT:
                     if not _at(text, pos, args[pc]):
                         break
                     pc += 1
-                elif op == _END:
+                elif op == END:
                     stack.append((-1, end))
                     end = pos
                     pc += 1
-                else:  # _MATCH
+                else:  # MATCH
                     slots[1] = pos if end < 0 else end
                     return slots, pos
         return None, 0
 
 
-_SHAPE_LONGEST = 512  # longer texts are matched as they are
-_SHAPES_KEPT = 4096  # shapes remembered per pattern (then forgotten all at once)
-
-
-class _Shapes(dict[int, str]):
-    """A ``str.translate`` table: each character to the first character seen that every test of
-    the program answers the same way (code points in, one-character strings out)."""
-
-    def __init__(self, tests: list[Callable[[str], bool]], newline: bool) -> None:
-        super().__init__()
-        self._tests = tests
-        self._newline = newline
-        self._first: dict[tuple[bool, ...], str] = {}
-
-    def __missing__(self, code: int) -> str:
-        ch = chr(code)
-        answers = tuple(test(ch) for test in self._tests)
-        if self._newline:
-            answers += (ch == "\n",)
-        rep = self[code] = self._first.setdefault(answers, ch)
-        return rep
-
-
-def _word_character(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _never(text: str, pos: int) -> None:
-    return None
-
-
-def _look(text: str, pos: int, arg: tuple[int, bool, _CharClass]) -> bool:
+def _look(text: str, pos: int, arg: tuple[int, bool, CharClass]) -> bool:
     direction, negate, member = arg
     at = pos if direction == 1 else pos - 1
     hit = 0 <= at < len(text) and member(text[at])
@@ -628,7 +395,7 @@ def _look(text: str, pos: int, arg: tuple[int, bool, _CharClass]) -> bool:
 
 
 def _is_word(text: str, at: int) -> bool:
-    return 0 <= at < len(text) and _word_character(text[at])
+    return 0 <= at < len(text) and word_character(text[at])
 
 
 def _at(text: str, pos: int, code: Any) -> bool:

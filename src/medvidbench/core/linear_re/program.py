@@ -1,0 +1,268 @@
+"""The program a :class:`~medvidbench.core.linear_re.LinearPattern` runs, compiled from ``re``'s
+own parse tree, and the character tests it is made of (decided by ``re`` itself)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from re import _compiler as sre_compile  # type: ignore[attr-defined]
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+# Program instructions.
+CHAR, SPLIT, JMP, SAVE, LOOK, AT, MATCH, END, RUN, LAZY = range(10)
+CONSUMING = {C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY}
+
+
+class UnsupportedPattern(ValueError):
+    """A pattern construct this matcher does not reproduce exactly."""
+
+
+class CharClass:
+    """Membership of one character in one class, decided by ``re`` and remembered."""
+
+    __slots__ = ("_flags", "_single", "_state", "known", "node")
+
+    def __init__(self, node: tuple[Any, Any], state: Any, flags: int) -> None:
+        self.node = node
+        self._state = state
+        self._flags = flags
+        self._single = self.compile_like([node]).fullmatch
+        self.known: dict[str, bool] = {}
+
+    def compile_like(self, items: list[Any]) -> re.Pattern[str]:
+        """``items`` (parsed nodes) compiled by ``re`` with this class's pattern state and flags."""
+        compiled: re.Pattern[str] = sre_compile.compile(self.subpattern(items), self._flags)
+        return compiled
+
+    def subpattern(self, items: list[Any]) -> Any:
+        """``items`` as a parse tree of this class's pattern."""
+        return sre_parse.SubPattern(self._state, items)
+
+    def __call__(self, ch: str) -> bool:
+        known = self.known.get(ch)
+        if known is None:
+            known = self.known[ch] = self._single(ch) is not None
+        return known
+
+
+def nullable(items: Any) -> bool:
+    """Whether a parsed sequence can match without consuming a character."""
+    return all(_node_nullable(op, av) for op, av in items)
+
+
+def _node_nullable(op: Any, av: Any) -> bool:
+    if op in CONSUMING:
+        return False
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+        return av[0] == 0 or nullable(av[2])
+    if op is C.SUBPATTERN:
+        return nullable(av[3])
+    if op is C.BRANCH:
+        return any(nullable(alt) for alt in av[1])
+    return True  # assertions and anchors consume nothing
+
+
+class Run:
+    """``x*``, ``x?`` or ``x??`` for one character class ``x``, in one instruction.
+
+    ``x*`` stands for the loop ``L: split(L+1, E) / L+1: x / jmp L``: it visits every loop state
+    (L, p+i) along the run before any continuation, so they are all marked at once, and a loop
+    state already known to fail ends the run there, as it would end the loop. Then the
+    continuations (E, p+i) are explored in the loop's order, longest first. An optional ``x``
+    has no loop state: (E, p+1) then (E, p) when greedy, the other way round when lazy. The
+    run's end is found by ``re`` in one call.
+    """
+
+    __slots__ = ("greedy", "key", "member", "runs", "span", "unbounded")
+
+    def __init__(self, member: CharClass, greedy: bool, unbounded: bool) -> None:
+        self.member = member
+        self.greedy = greedy
+        self.unbounded = unbounded
+        body = member.subpattern([member.node])
+        self.span = member.compile_like([(C.MAX_REPEAT, (0, 1, body))]).match
+        self.runs = member.compile_like([(C.MAX_REPEAT, (1, C.MAXREPEAT, body))]).finditer
+        self.key = repr(member.node)
+
+    def ends(self, text: str) -> list[int]:
+        """For every position, where the run of this class starting there ends (itself when
+        the character there is not in the class): one pass over the text, in ``re``."""
+        ends = list(range(len(text) + 1))
+        for run in self.runs(text):
+            start, end = run.span()
+            ends[start:end] = [end] * (end - start)
+        return ends
+
+
+class Lazy:
+    """``x*?`` for one character class: ``L: split(E, L+1) / L+1: x / jmp L``, E = L+3.
+
+    The loop tries its continuation at every position of the run, shortest first. Where the
+    continuation cannot start (its first character is not there, and no zero-width path of it
+    can succeed there), the try fails at once; this instruction jumps over such positions to the
+    next one where it can (found by ``re``), marking the loop states it passes as the loop would.
+    ``search`` is None when the continuation can succeed without a first character other than
+    at the end of the text; then every position is tried.
+    """
+
+    __slots__ = ("end_ok", "run", "search")
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.search: Any = None
+        self.end_ok = False
+
+
+class Compiler:
+    """Turns ``re``'s parse tree into a flat program for :class:`LinearPattern`."""
+
+    def __init__(self, state: Any, flags: int) -> None:
+        self.state = state
+        self.flags = flags
+        self.ops: list[int] = []
+        self.args: list[Any] = []
+
+    def emit(self, op: int, arg: Any = None) -> int:
+        self.ops.append(op)
+        self.args.append(arg)
+        return len(self.ops) - 1
+
+    def char_class(self, node: tuple[Any, Any]) -> CharClass:
+        return CharClass(node, self.state, self.flags)
+
+    def sequence(self, items: Any, *, top: bool = False) -> None:
+        items = list(items)
+        for i, (op, av) in enumerate(items):
+            if top and i == len(items) - 1 and op is C.ASSERT and av[0] == 1:
+                # A lookahead that ends the whole pattern: the match ends here, and what follows
+                # must match; nothing after it can make the engine come back into it.
+                self.emit(END)
+                self.sequence(av[1])
+                return
+            self.node(op, av)
+
+    def node(self, op: Any, av: Any) -> None:
+        if op in CONSUMING:
+            self.emit(CHAR, self.char_class((op, av)))
+        elif op is C.SUBPATTERN:
+            group, add_flags, del_flags, body = av
+            if add_flags or del_flags:
+                raise UnsupportedPattern("inline flags")
+            if group is not None:
+                self.emit(SAVE, 2 * group)
+            self.sequence(body)
+            if group is not None:
+                self.emit(SAVE, 2 * group + 1)
+        elif op is C.BRANCH:
+            self.branch(av[1])
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            self.repeat(av, greedy=op is C.MAX_REPEAT)
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            self.look(av, negate=op is C.ASSERT_NOT)
+        elif op is C.AT:
+            if av not in ANCHORS:
+                raise UnsupportedPattern(f"anchor {av}")
+            self.emit(AT, av)
+        else:
+            raise UnsupportedPattern(str(op))
+
+    def branch(self, alternatives: Any) -> None:
+        jumps = []
+        for i, alt in enumerate(alternatives):
+            split = None
+            if i < len(alternatives) - 1:
+                split = self.emit(SPLIT, None)
+            start = len(self.ops)
+            self.sequence(alt)
+            jumps.append(self.emit(JMP, None))
+            if split is not None:
+                self.args[split] = (start, len(self.ops))
+        for j in jumps:
+            self.args[j] = len(self.ops)
+
+    def repeat(self, av: Any, *, greedy: bool) -> None:
+        low, high, body = av
+        if nullable(body):
+            raise UnsupportedPattern("a repeated part that can match nothing")
+        for _ in range(low):
+            self.sequence(body)
+        body = list(body)
+        single = len(body) == 1 and body[0][0] in CONSUMING
+        if single and ((high == C.MAXREPEAT and greedy) or high - low == 1):
+            # One character class, greedy or optional: a single instruction (see Run). A lazy
+            # loop stays a loop: its states are visited one by one as its continuations fail.
+            self.emit(RUN, Run(self.char_class(body[0]), greedy, high == C.MAXREPEAT))
+            return
+        if single and high == C.MAXREPEAT:
+            # A lazy loop over one class: its continuation is only tried where it can start.
+            loop = self.emit(LAZY, Lazy(Run(self.char_class(body[0]), True, True)))
+            self.sequence(body)
+            self.emit(JMP, loop)
+            return
+        if high == C.MAXREPEAT:
+            loop = self.emit(SPLIT, None)
+            self.sequence(body)
+            self.emit(JMP, loop)
+            self.args[loop] = self.choice(loop + 1, len(self.ops), greedy)
+            return
+        splits = []
+        for _ in range(high - low):
+            splits.append(self.emit(SPLIT, None))
+            self.sequence(body)
+        end = len(self.ops)
+        for split in splits:
+            self.args[split] = self.choice(split + 1, end, greedy)
+
+    @staticmethod
+    def choice(body: int, skip: int, greedy: bool) -> tuple[int, int]:
+        return (body, skip) if greedy else (skip, body)
+
+    def look(self, av: Any, *, negate: bool) -> None:
+        direction, body = av
+        body = list(body)
+        if len(body) != 1 or body[0][0] not in CONSUMING:
+            raise UnsupportedPattern("a lookaround other than one character or a final lookahead")
+        self.emit(LOOK, (direction, negate, self.char_class(body[0])))
+
+
+ANCHORS = {
+    C.AT_BEGINNING,
+    C.AT_BEGINNING_STRING,
+    C.AT_END,
+    C.AT_END_STRING,
+    C.AT_BOUNDARY,
+    C.AT_NON_BOUNDARY,
+}
+
+
+SHAPE_LONGEST = 512  # longer texts are matched as they are
+SHAPES_KEPT = 4096  # shapes remembered per pattern (then forgotten all at once)
+
+
+class Shapes(dict[int, str]):
+    """A ``str.translate`` table: each character to the first character seen that every test of
+    the program answers the same way (code points in, one-character strings out)."""
+
+    def __init__(self, tests: list[Callable[[str], bool]], newline: bool) -> None:
+        super().__init__()
+        self._tests = tests
+        self._newline = newline
+        self._first: dict[tuple[bool, ...], str] = {}
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        answers = tuple(test(ch) for test in self._tests)
+        if self._newline:
+            answers += (ch == "\n",)
+        rep = self[code] = self._first.setdefault(answers, ch)
+        return rep
+
+
+def word_character(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def never(text: str, pos: int) -> None:
+    return None
