@@ -37,7 +37,7 @@ def test_demo_scores_and_reported_results_are_ranked_apart(
 def test_a_real_test_set_has_one_ranking(client: TestClient, web_runtime: Runtime) -> None:
     from sqlalchemy import update
 
-    from medvidbench.server.services.board_cache import bump
+    from medvidbench.server.store.board_cache import bump
     from medvidbench.server.store.db import transaction
     from medvidbench.server.store.models import Benchmark
 

@@ -128,16 +128,15 @@ def rescore(
 ) -> None:
     """Queue a re-scoring of a benchmark's scored submissions (old evaluations are kept)."""
     from medvidbench.server.jobs import attach_queue
-    from medvidbench.server.services.evaluations import on_board, request_rescore
+    from medvidbench.server.services.evaluations import on_board, queue_rescore
 
     rt = runtime(data_dir)
     slug = rt.definition(benchmark).slug
     rt.definition(slug).profile(profile)  # unknown names stop here
-    jobs = attach_queue(rt)
+    attach_queue(rt)
     ids = on_board(rt, slug)
     for sid in ids:
-        if request_rescore(rt, sid, profile):
-            jobs.rescore(sid, profile)
+        queue_rescore(rt, sid, profile)
     print(f"queued {count(len(ids), 're-scoring job')} under {profile}")
 
 

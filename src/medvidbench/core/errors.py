@@ -197,3 +197,11 @@ class RateLimitedError(MedVidBenchError):
 
     http_status = 429
     exit_code = 2
+
+
+class NoQueueError(MedVidBenchError):
+    """Background work was asked of a process that has no job queue (a wiring mistake of
+    ours, not the caller's)."""
+
+    http_status = 500
+    exit_code = 1

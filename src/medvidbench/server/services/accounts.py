@@ -25,8 +25,9 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.audit import audit
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import ApiToken, AuditLog, User, WebSession
+from medvidbench.server.store.models import ApiToken, User, WebSession
 
 ROLES = ("admin", "maintainer", "submitter")
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
@@ -39,21 +40,6 @@ def _hasher() -> Any:
     from argon2 import PasswordHasher
 
     return PasswordHasher()
-
-
-def audit(
-    session: Session, actor: User | None, action: str, target: str = "", **detail: Any
-) -> None:
-    """Append one line to the audit log (in the caller's transaction)."""
-    session.add(
-        AuditLog(
-            actor_id=actor.id if actor else None,
-            actor_name=actor.username if actor else "system",
-            action=action,
-            target=target,
-            detail=detail,
-        )
-    )
 
 
 def check_password(password: str) -> None:
@@ -458,12 +444,6 @@ def change_role(runtime: Runtime, actor: User, username: str, role: str) -> User
 def approve(runtime: Runtime, actor: User, username: str) -> User:
     with transaction(runtime.sessions) as session:
         return approve_user(session, actor, username)
-
-
-def record(runtime: Runtime, actor: User | None, action: str, target: str, **detail: Any) -> None:
-    """Write one audit line in a transaction of its own."""
-    with transaction(runtime.sessions) as session:
-        audit(session, actor, action, target, **detail)
 
 
 def has_admin(runtime: Runtime) -> bool:

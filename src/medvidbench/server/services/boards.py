@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import rank_rows
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
 from medvidbench.server.services.evaluations import current_evaluations
-from medvidbench.server.services.submissions import current_benchmark
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.models import Benchmark, Board, Entry, Submission
 
 KINDS = ("official", "community")
@@ -314,3 +314,16 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
             )
         )
     return out
+
+
+def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:
+    """Where a private submission's metrics would rank on its benchmark's community board."""
+    from medvidbench.core.ranking import rank_rows
+
+    definition = runtime.definition(slug)
+    rows = [
+        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
+    ]
+    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
+    rank = next(r.rank for r in ranked if r.key == "this")
+    return rank, len(ranked)

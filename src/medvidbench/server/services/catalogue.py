@@ -13,11 +13,11 @@ from medvidbench.core.benchmark import Benchmark as Definition
 from medvidbench.core.errors import ConflictError, UsageError
 from medvidbench.core.formats import read_bytes
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
-from medvidbench.server.services.accounts import audit
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.boards import KINDS, find_board
 from medvidbench.server.services.entries import add_reported
-from medvidbench.server.services.submissions import current_benchmark
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Board, Entry, User
 

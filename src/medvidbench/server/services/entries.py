@@ -12,11 +12,13 @@ from sqlalchemy import select
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import ON_BOARD
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.boards import find_board
 from medvidbench.server.services.names import on_board
-from medvidbench.server.services.submissions import clean_url, current_benchmark, model_key
+from medvidbench.server.services.submissions import clean_url, model_key
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Board, Entry, Submission, User
 

@@ -15,8 +15,9 @@ from medvidbench.core.display import count
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events, item_results
+from medvidbench.server.services import events, item_results
 from medvidbench.server.services.steps import _report, add_evaluation
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Evaluation, Submission, SubmissionEvent
 
@@ -239,6 +240,24 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
         if put_back:
             board_cache.bump_for_submission(session, submission_id)
         return put_back
+
+
+def queue_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
+    """Record a wanted re-score under ``profile`` and enqueue it (see :func:`request_rescore`);
+    returns False, queueing nothing, when the submission does not exist."""
+    if not request_rescore(runtime, submission_id, profile):
+        return False
+    runtime.queue.enqueue_rescore(submission_id, profile)
+    return True
+
+
+def queue_rejudge(runtime: Runtime, submission_id: int) -> bool:
+    """Put a submission back in line for judging and enqueue the judging (see
+    :func:`request_rejudge`); returns False when it is not at a judgeable stage."""
+    if not request_rejudge(runtime, submission_id):
+        return False
+    runtime.queue.enqueue_judge(submission_id)
+    return True
 
 
 def on_board(runtime: Runtime, slug: str | None = None) -> list[int]:

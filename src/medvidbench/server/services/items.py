@@ -177,7 +177,7 @@ def item_image(runtime: Runtime, slug: str, key: str) -> tuple[Path, str]:
     folder = image_folder(runtime, definition.slug)
     if folder is None or definition.labels != "public" or definition.item_drawing is None:
         raise NotFoundError("no images are served for this benchmark")
-    from medvidbench.server.services.submissions import current_benchmark
+    from medvidbench.server.services.test_sets import current_benchmark
 
     test_set = current_benchmark(runtime, definition.slug)
     gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)

@@ -26,7 +26,8 @@ from medvidbench.core.evaluation import Report, evaluate
 from medvidbench.core.scoring import TaskResult
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events, item_results
+from medvidbench.server.services import events, item_results
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Board, Entry, Evaluation, Submission
 

@@ -30,11 +30,14 @@ from medvidbench.core.errors import (
 from medvidbench.core.statistics import public
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services import events
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
+from medvidbench.server.services.boards import would_rank
 from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.teams import check_organisation
-from medvidbench.server.services.visibility import would_rank
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Benchmark, Entry, Submission, Team, User
 
@@ -62,23 +65,6 @@ def _clean_name(name: str) -> str:
     if not name or len(name) > MAX_NAME or any(ord(c) < 32 for c in name):
         raise UsageError(f"a model name has 1 to {MAX_NAME} printable characters")
     return name
-
-
-def current_benchmark(runtime: Runtime, slug: str | None = None) -> Benchmark:
-    """The current test set of a hosted benchmark (None: the default benchmark)."""
-    slug = runtime.definition(slug).slug
-    with runtime.sessions() as session:
-        bench = session.scalar(
-            select(Benchmark)
-            .where(Benchmark.is_current, Benchmark.slug == slug)
-            .order_by(Benchmark.id.desc())
-        )
-    if bench is None:
-        raise NotFoundError(
-            f"no test set of {slug!r} is loaded; run "
-            f"'medvidbench benchmarks load GT.json --benchmark {slug}'"
-        )
-    return bench
 
 
 def _lock_quota_holders(session: Any, user: User) -> User:
@@ -313,9 +299,7 @@ def submit(
         ) from None
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
-    from medvidbench.server.jobs import enqueue_score
-
-    enqueue_score(runtime, sub.id)
+    runtime.queue.enqueue_score(sub.id)
     return sub
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import ConflictError, NotFoundError, PermissionDeniedError, UsageError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.accounts import audit
+from medvidbench.server.services.audit import audit
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Team, User
 

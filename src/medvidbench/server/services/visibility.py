@@ -3,16 +3,16 @@ an administrator's reversible hiding, and where a private run would rank."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services import events
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.names import held_publicly
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Submission, User
 
@@ -85,17 +85,3 @@ def _name_taken(name: str) -> ConflictError:
         "run cannot be published under it; withdraw it and submit the file again under "
         "another name"
     )
-
-
-def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:
-    """Where a private submission's metrics would rank on its benchmark's community board."""
-    from medvidbench.core.ranking import rank_rows
-    from medvidbench.server.services.boards import board_rows
-
-    definition = runtime.definition(slug)
-    rows = [
-        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
-    ]
-    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
-    rank = next(r.rank for r in ranked if r.key == "this")
-    return rank, len(ranked)

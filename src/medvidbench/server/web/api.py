@@ -21,12 +21,12 @@ from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.boards import compare as compare_rows
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.submissions import (
-    current_benchmark,
     list_submissions,
     quota,
     submission_view,
     submit,
 )
+from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.models import User
 from medvidbench.server.web import deps

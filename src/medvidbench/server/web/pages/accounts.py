@@ -16,13 +16,13 @@ from medvidbench.server.services import accounts, teams
 from medvidbench.server.services.submissions import list_submissions
 from medvidbench.server.store.models import User
 from medvidbench.server.web import token_reveal
-from medvidbench.server.web.app import secret_key
 from medvidbench.server.web.deps import (
     DbId,
     check_csrf,
     current_user,
     log_in,
     log_out,
+    secret_key,
 )
 from medvidbench.server.web.limits import network_of
 from medvidbench.server.web.pages.common import see as _see
