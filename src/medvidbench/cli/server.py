@@ -223,7 +223,7 @@ def serve(
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
     from medvidbench.server.services.accounts import has_admin
-    from medvidbench.server.services.catalogue import bootstrap
+    from medvidbench.server.services.catalogue import seed_test_sets
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started
@@ -238,7 +238,7 @@ def serve(
                 "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
                 "('medvidbench users create NAME --admin'); refusing to start"
             )
-    hosted = bootstrap(rt, ground_truth)
+    hosted = seed_test_sets(rt, ground_truth)
     attach_queue(rt)
     consumer = start_embedded_consumer(rt, workers) if workers else None
     app_ = create_app(rt)

@@ -14,10 +14,10 @@ from medvidbench.server.services.accounts import require_role
 from medvidbench.server.store.models import (
     ApiToken,
     AuditLog,
-    Benchmark,
     Board,
     Entry,
     Submission,
+    TestSet,
     User,
 )
 
@@ -82,16 +82,16 @@ def _official_off_board(session: Session, slug: str | None) -> list[Entry]:
     query = (
         select(Entry)
         .join(Board, Board.id == Entry.board_id)
-        .join(Benchmark, Benchmark.id == Board.benchmark_id)
+        .join(TestSet, TestSet.id == Board.benchmark_id)
         .join(Submission, Submission.id == Entry.submission_id)
         .options(selectinload(Entry.submission))
         .where(
             Board.kind == "official",
-            Benchmark.is_current,
+            TestSet.is_current,
             or_(Submission.hidden, Submission.visibility != "public"),
         )
         .order_by(Entry.id)
     )
     if slug is not None:
-        query = query.where(Benchmark.slug == slug)
+        query = query.where(TestSet.slug == slug)
     return list(session.scalars(query))

@@ -19,7 +19,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
-from medvidbench.server.store.models import Benchmark, Board, Entry, Submission
+from medvidbench.server.store.models import Board, Entry, Submission, TestSet
 
 KINDS = ("official", "community")
 
@@ -88,7 +88,7 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     with runtime.sessions() as session:
         board = find_board(session, bench_id, kind)
         slug, demo = session.execute(
-            select(Benchmark.slug, Benchmark.is_demo).where(Benchmark.id == bench_id)
+            select(TestSet.slug, TestSet.is_demo).where(TestSet.id == bench_id)
         ).one()
         definition = runtime.definition(slug)
         # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.

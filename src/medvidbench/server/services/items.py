@@ -23,7 +23,7 @@ from medvidbench.server.services import item_results
 from medvidbench.server.services.evaluations import current_evaluation
 from medvidbench.server.services.item_results import StoredItem
 from medvidbench.server.services.submissions import get_submission
-from medvidbench.server.store.models import Benchmark, User
+from medvidbench.server.store.models import TestSet, User
 
 PER_PAGE = 50
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
@@ -90,7 +90,7 @@ def item_page(
     """
     sub = get_submission(runtime, submission_id, viewer)
     with runtime.sessions() as session:
-        test_set = session.scalar(select(Benchmark).where(Benchmark.id == sub.benchmark_id))
+        test_set = session.scalar(select(TestSet).where(TestSet.id == sub.benchmark_id))
         assert test_set is not None
         definition = runtime.definition(test_set.slug)
         if definition.labels != "public":

@@ -39,7 +39,7 @@ from medvidbench.server.services.teams import check_organisation
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Entry, Submission, Team, User
+from medvidbench.server.store.models import Entry, Submission, Team, TestSet, User
 
 MAX_NAME = 120
 MAX_SETTINGS = 20
@@ -118,7 +118,7 @@ def quota_windows(session: Any, runtime: Runtime, user: User, slug: str) -> list
     accounts beyond it. The windows roll: a submission frees its place a day (30 days) after
     it was made."""
     now = datetime.now(UTC)
-    same_benchmark = Submission.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug))
+    same_benchmark = Submission.benchmark_id.in_(select(TestSet.id).where(TestSet.slug == slug))
     owner = Submission.user_id == user.id
     if user.team_id is not None:
         owner = or_(owner, Submission.team_id == user.team_id)
@@ -405,7 +405,7 @@ def submission_view(
         viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
     )
     with runtime.sessions() as session:
-        slug = session.scalar(select(Benchmark.slug).where(Benchmark.id == sub.benchmark_id))
+        slug = session.scalar(select(TestSet.slug).where(TestSet.id == sub.benchmark_id))
         definition = runtime.definition(slug)
         ev = evaluations.chosen_evaluation(session, sub.id, definition, evaluation)
         stored = evaluations.evaluations_of(session, sub.id)
@@ -467,8 +467,8 @@ def benchmark_of(runtime: Runtime, submission_id: int) -> str:
     """The slug of the benchmark a submission was made to."""
     with runtime.sessions() as session:
         slug = session.scalar(
-            select(Benchmark.slug)
-            .join(Submission, Submission.benchmark_id == Benchmark.id)
+            select(TestSet.slug)
+            .join(Submission, Submission.benchmark_id == TestSet.id)
             .where(Submission.id == submission_id)
         )
     if slug is None:

@@ -6,17 +6,17 @@ from sqlalchemy import select
 
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.store.models import Benchmark
+from medvidbench.server.store.models import TestSet
 
 
-def current_benchmark(runtime: Runtime, slug: str | None = None) -> Benchmark:
+def current_benchmark(runtime: Runtime, slug: str | None = None) -> TestSet:
     """The current test set of a hosted benchmark (None: the default benchmark)."""
     slug = runtime.definition(slug).slug
     with runtime.sessions() as session:
         bench = session.scalar(
-            select(Benchmark)
-            .where(Benchmark.is_current, Benchmark.slug == slug)
-            .order_by(Benchmark.id.desc())
+            select(TestSet)
+            .where(TestSet.is_current, TestSet.slug == slug)
+            .order_by(TestSet.id.desc())
         )
     if bench is None:
         raise NotFoundError(

@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
-from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime, storing
@@ -38,7 +38,7 @@ Rt = Annotated[Runtime, Depends(deps.runtime)]
 CHUNK = 1 << 20
 
 
-def _definition(rt: Runtime, slug: str | None) -> Definition:
+def _definition(rt: Runtime, slug: str | None) -> Benchmark:
     return rt.definition(slug)
 
 
