@@ -69,9 +69,9 @@ def tokens_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create an API token for a user and print it (it is shown only this once)."""
-    from medvidbench.server.services.accounts import issue_token
+    from medvidbench.server.services.accounts import create_token
 
-    secret = issue_token(runtime(data_dir), user, name)
+    secret = create_token(runtime(data_dir), user, name)
     err.print("store this token now; it is not shown again:", highlight=False)
     print(secret)
 

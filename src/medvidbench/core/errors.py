@@ -148,6 +148,14 @@ class AuthenticationError(MedVidBenchError):
     exit_code = 2
 
 
+class AccountGoneError(AuthenticationError):
+    """The caller's account was deleted after they signed in: their credentials name nobody
+    now, so it is a 401 (sign in again) in every service, never a 403 or a 404."""
+
+    def __init__(self) -> None:
+        super().__init__("your account no longer exists")
+
+
 class PermissionDeniedError(MedVidBenchError):
     """The caller is known but not allowed to do this."""
 

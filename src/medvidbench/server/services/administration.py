@@ -9,6 +9,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from medvidbench.server.lifecycle import Status
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import require_role
 from medvidbench.server.store.models import (
@@ -47,7 +48,7 @@ def overview(
 ) -> AdminOverview:
     """Every account, the newest submissions (deleted ones left out, their teams loaded), one
     page of audit lines (newest first) and the official entries that show nowhere."""
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with runtime.sessions() as session:
         lines = int(session.scalar(select(func.count()).select_from(AuditLog)) or 0)
         pages = max(1, -(-lines // AUDIT_PAGE))

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.display import count
 from medvidbench.core.errors import (
+    AccountGoneError,
     ConflictError,
     InvalidSubmissionError,
     NotFoundError,
@@ -29,6 +30,7 @@ from medvidbench.core.errors import (
 )
 from medvidbench.core.statistics import public
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
+from medvidbench.server.roles import STAFF, Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events
 from medvidbench.server.services.accounts import require_role
@@ -76,7 +78,7 @@ def _lock_quota_holders(session: Any, user: User) -> User:
     """
     row = session.get(User, user.id, with_for_update=True)
     if row is None:
-        raise NotFoundError("your account no longer exists")
+        raise AccountGoneError()
     if row.team_id is not None:
         session.get(Team, row.team_id, with_for_update=True)
         session.refresh(row, with_for_update=True)  # the team may have changed meanwhile
@@ -190,7 +192,7 @@ def submit(
         ConflictError: the model name is taken, or the same file was submitted before.
         QuotaExceededError: the team has no submissions left for the period.
     """
-    require_role(user, "submitter", "maintainer")
+    require_role(user, Role.SUBMITTER, Role.MAINTAINER)
     if visibility not in ("public", "private"):
         raise UsageError(f"visibility must be public or private; got {visibility!r}")
     if not user.approved:
@@ -355,7 +357,7 @@ def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = N
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
-        staff = viewer is not None and viewer.role in ("admin", "maintainer")
+        staff = viewer is not None and viewer.role in STAFF
         private = sub.status in PRIVATE or sub.visibility != "public"
         if not staff and private and (viewer is None or viewer.id != sub.user_id):
             raise NotFoundError(f"no submission {submission_id}")
@@ -367,7 +369,7 @@ def list_submissions(
 ) -> list[Submission]:
     with runtime.sessions() as session:
         query = select(Submission).where(Submission.status != Status.DELETED)
-        if not (everyone and user.role in ("admin", "maintainer")):
+        if not (everyone and user.role in STAFF):
             query = query.where(Submission.user_id == user.id)
         return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
 
@@ -378,7 +380,7 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
-        if actor.role != "admin" and actor.id != sub.user_id:
+        if actor.role != Role.ADMIN and actor.id != sub.user_id:
             raise NotFoundError(f"no submission {submission_id}")
         for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
             session.delete(entry)
@@ -401,9 +403,7 @@ def submission_view(
     from medvidbench.server.services import evaluations
 
     sub = get_submission(runtime, submission_id, viewer)
-    owner = viewer is not None and (
-        viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
-    )
+    owner = viewer is not None and (viewer.id == sub.user_id or viewer.role in STAFF)
     with runtime.sessions() as session:
         slug = session.scalar(select(TestSet.slug).where(TestSet.id == sub.benchmark_id))
         definition = runtime.definition(slug)

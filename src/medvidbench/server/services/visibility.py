@@ -7,6 +7,7 @@ from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import Status
+from medvidbench.server.roles import STAFF, Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events
 from medvidbench.server.services.accounts import require_role
@@ -19,7 +20,7 @@ from medvidbench.server.store.models import Submission, User
 
 def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) -> None:
     """Take a submission off every board, or put it back (admins; audited and logged)."""
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with transaction(runtime.sessions) as session:
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
@@ -58,7 +59,7 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
         # withdrawal and a publish sent at once then run one after the other, and the second
         # sees the first's result, so a withdrawal is never undone.
         sub = session.get(Submission, submission_id, with_for_update=True)
-        staff = user.role in ("admin", "maintainer")
+        staff = user.role in STAFF
         if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
             raise NotFoundError(f"no submission {submission_id}")
         if sub.visibility == "withdrawn":

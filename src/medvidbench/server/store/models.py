@@ -1,7 +1,8 @@
 """Database tables (SQLAlchemy 2). Tables only: queries live in the services.
 
 One schema serves SQLite (the embedded default) and PostgreSQL. JSON columns hold metric
-dictionaries and provenance; every status and role is a short string checked by the services.
+dictionaries and provenance; every status and role is a short string (the value of a
+``Status`` or a ``Role``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from medvidbench.server.lifecycle import ACTIVE_SQL, Status
+from medvidbench.server.roles import Role
 
 
 def utcnow() -> datetime:
@@ -80,7 +82,7 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(40), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
-    role: Mapped[str] = mapped_column(String(20), default="submitter")
+    role: Mapped[str] = mapped_column(String(20), default=Role.SUBMITTER.value)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
     # A request to join a team, waiting for its owner or an admin.
     requested_team_id: Mapped[int | None] = mapped_column(

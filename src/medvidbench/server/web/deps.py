@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from fastapi import Path, Query, Request
 
 from medvidbench.core.errors import AuthenticationError, PermissionDeniedError
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import accounts
 from medvidbench.server.services.accounts import require_role
@@ -68,7 +69,7 @@ def api_user(request: Request) -> User:
 
 
 def admin_user(request: Request) -> User:
-    return require_role(current_user(request), "admin")
+    return require_role(current_user(request), Role.ADMIN)
 
 
 def csrf_token(request: Request) -> str:

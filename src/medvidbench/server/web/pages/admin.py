@@ -93,7 +93,7 @@ async def admin_action(request: Request, action: str) -> Response:
 
 
 def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
-    accounts.change_role(rt, actor, f.get("username", ""), f.get("role", ""))
+    accounts.set_role(rt, actor, f.get("username", ""), f.get("role", ""))
 
 
 def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
@@ -127,7 +127,7 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
-    accounts.approve(rt, actor, f.get("username", ""))
+    accounts.approve_user(rt, actor, f.get("username", ""))
 
 
 # What each action asks before it is done (the one confirmation; {fields} of its form).
