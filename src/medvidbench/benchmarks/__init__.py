@@ -152,8 +152,3 @@ def get(slug: str | None = None) -> Benchmark:
         raise UsageError(f"entry point {slug!r} ({target}) defines benchmark {found.slug!r}")
     _loaded[slug] = found
     return found
-
-
-def all_benchmarks() -> list[Benchmark]:
-    """Every installed benchmark, loaded, in slug order."""
-    return [get(s) for s in discovered()]

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from medvidbench.server.lifecycle import ACTIVE_SQL, Status
+from medvidbench.server.lifecycle import ACTIVE_SQL
 from medvidbench.server.roles import Role
 
 
@@ -163,7 +163,7 @@ class Submission(Base):
     record_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str] = mapped_column(String(20), default="")
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)
-    status: Mapped[str] = mapped_column(String(20), default=Status.RECEIVED.value)
+    status: Mapped[str] = mapped_column(String(20))  # a Status, always given
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # every claim, all steps
     step_attempts: Mapped[int] = mapped_column(
