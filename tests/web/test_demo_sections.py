@@ -43,9 +43,7 @@ def test_a_real_test_set_has_one_ranking(client: TestClient, web_runtime: Runtim
 
     with transaction(web_runtime.sessions) as session:  # as if the operator's real file
         session.execute(update(TestSet).values(is_demo=False))
-        for bench_id in session.scalars(
-            TestSet.__table__.select().with_only_columns(TestSet.id)
-        ):
+        for bench_id in session.scalars(TestSet.__table__.select().with_only_columns(TestSet.id)):
             bump(session, bench_id)
     rows = client.get("/api/v1/boards/official").json()
     assert rows and all(r["section"] == "" for r in rows)
