@@ -139,7 +139,7 @@ def evaluate(
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
     from medvidbench import benchmarks
-    from medvidbench.core.evaluation import evaluate as run
+    from medvidbench.library import evaluate as run
     from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
     bench = benchmarks.get(benchmark)
@@ -161,10 +161,10 @@ def evaluate(
         count_bar(err, "judging caption pairs", enabled=llm is not None) as judged,
     ):
         report = run(
-            bench,
             matched,
             gt,
-            profile=rules.name,
+            rules.name,
+            benchmark=bench,
             tasks=wanted,
             progress=advance,
             judge=llm,
