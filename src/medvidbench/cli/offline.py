@@ -139,8 +139,8 @@ def evaluate(
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
     from medvidbench import benchmarks
-    from medvidbench.library import evaluate as run
     from medvidbench.core.formats import DEFAULT_MAX_BYTES
+    from medvidbench.library import evaluate as run
 
     bench = benchmarks.get(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
