@@ -49,6 +49,7 @@ def users_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a user. The password is asked for (or read from stdin); there is no default."""
+    from medvidbench.server.roles import Role
     from medvidbench.server.services.accounts import register
 
     if password_stdin:
@@ -57,7 +58,7 @@ def users_create(
         password = getpass.getpass("password: ")
         if getpass.getpass("again: ") != password:
             raise UsageError("the passwords differ")
-    user = register(runtime(data_dir), name, password, "admin" if admin else role, team)
+    user = register(runtime(data_dir), name, password, Role.ADMIN if admin else role, team)
     print(f"created user {user.username!r} with role {user.role}")
 
 

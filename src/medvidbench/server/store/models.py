@@ -38,8 +38,7 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
-# Submissions in these states count (quota, duplicate files); the others do not.
-ACTIVE = ACTIVE_SQL
+# Submissions in ACTIVE_SQL's states count (quota, duplicate files); the others do not.
 # These hold their model name against everyone (a private run's name is nobody else's business).
 HOLDS_NAME = f"{ACTIVE_SQL} AND visibility = 'public'"
 
