@@ -45,14 +45,18 @@ def _definition(rt: Runtime, slug: str | None) -> Definition:
 @router.get("/health")
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
-    ``demo`` describe the default benchmark's test set)."""
-    bench = current_benchmark(rt)
+    ``demo`` describe the default benchmark's test set; null before one is loaded: a server
+    with no test set yet is up, and must pass a deployment's health check)."""
+    try:
+        bench = current_benchmark(rt)
+    except NotFoundError:
+        bench = None
     return {
         "status": "ok",
         "version": __version__,
-        "benchmark": bench.name,
-        "samples": bench.sample_count,
-        "demo": bench.is_demo,
+        "benchmark": bench.name if bench else None,
+        "samples": bench.sample_count if bench else None,
+        "demo": bench.is_demo if bench else None,
         "benchmarks": rt.hosted,
         "judge": judge_summary(rt.settings),
     }
