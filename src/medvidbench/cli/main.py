@@ -273,6 +273,7 @@ def _judge(judge: str, model: str | None, cache: Path | None, bench: Any) -> Any
 
 def main() -> None:
     """Entry point of the ``medvidbench`` command."""
+    import medvidbench.cli.bridges
     import medvidbench.cli.rewards
     import medvidbench.cli.server  # noqa: F401  (registers the server commands on ``app``)
 
