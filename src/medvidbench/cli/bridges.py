@@ -12,10 +12,10 @@ from typing import Annotated, Any
 
 import msgspec
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from medvidbench.cli.main import BenchmarkSlug, app, friendly
+from medvidbench.cli.terminal import console
 from medvidbench.core.errors import (
     InvalidGroundTruthError,
     Problem,
@@ -108,7 +108,7 @@ def import_(
     data, name = _source(source)
     records = importer.to_submission(data, filename=name, questions=_questions(questions))
     out.write_bytes(msgspec.json.format(msgspec.json.encode(records), indent=1) + b"\n")
-    err = Console(stderr=True, soft_wrap=True)
+    err = console(stderr=True, soft_wrap=True)
     err.print(
         f"wrote {len(records):,} answers, keyed by test-file index, to {escape(str(out))}",
         highlight=False,
@@ -157,7 +157,7 @@ def export_task(
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         (folder / name).write_bytes(content)
-    err = Console(stderr=True, soft_wrap=True)
+    err = console(stderr=True, soft_wrap=True)
     err.print(f"wrote {', '.join(files)} to {escape(str(folder))}", highlight=False)
     if questions is None:
         err.print(
