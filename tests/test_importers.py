@@ -218,3 +218,48 @@ def test_xlsx_without_openpyxl_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # import openpyxl -> ImportError
     with pytest.raises(UsageError, match=r"pip install 'medvidbench\[xlsx\]'"):
         IMPORTERS["vlmevalkit"].to_submission(b"PK\x03\x04", filename="p.xlsx", questions=None)
+
+
+def test_the_import_command_writes_a_submission_that_scores_the_same(
+    synthetic: dict[str, Path], synthetic_gt: GroundTruth, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    import medvidbench.cli.bridges  # noqa: F401  (registers the commands)
+    from medvidbench.cli.main import app
+
+    runner = CliRunner()
+    records = _test_file(synthetic)
+    header, body = vlmevalkit_table(
+        _vlmevalkit_rows(records, shuffle=True), dict(enumerate(_answers(synthetic)))
+    )
+    xlsx = tmp_path / "MyModel_MedVidBench.xlsx"
+    vlmevalkit_xlsx(header, body, xlsx)
+    out = tmp_path / "submission.json"
+    gt = str(synthetic["ground_truth"])
+    done = runner.invoke(
+        app, ["import", "vlmevalkit", str(xlsx), "--questions", gt, "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert f"wrote {len(records):,} answers, keyed by test-file index" in done.output
+    assert (
+        evaluate(out, synthetic_gt).metrics == evaluate(synthetic["strong"], synthetic_gt).metrics
+    )
+    piped = runner.invoke(
+        app, ["import", "vlmevalkit", "-", "-o", str(tmp_path / "p.json")], input=xlsx.read_bytes()
+    )
+    assert piped.exit_code == 0 and "without --questions" in piped.output
+    assert json.loads((tmp_path / "p.json").read_text())[0] == {
+        "index": 0,
+        "qa_type": records[0]["qa_type"],
+        "prediction": _answers(synthetic)[0],
+    }
+    bad_questions = tmp_path / "q.json"
+    bad_questions.write_text("{")
+    for args, code in (
+        (["import", "nope", str(xlsx), "-o", str(out)], 2),
+        (["import", "lmms-eval", str(xlsx), "-o", str(out)], 4),
+        (["import", "vlmevalkit", str(xlsx), "--questions", str(bad_questions), "-o", str(out)], 5),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == code, (args, result.output)
