@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList
 # What the task that ``medvidbench export-task lmms-eval`` writes returns from process_results;
 # lmms-eval copies it into every logged sample, so an import of that task's samples is exact.
 SUBMISSION_METRIC = "medvidbench_submission"
-_SPACE = re.compile(r"\s+")
 
 
 class Question(msgspec.Struct, frozen=True):
@@ -74,7 +72,7 @@ def question_view(records: Sequence[Mapping[str, Any]]) -> list[Question]:
 
 def _plain(text: str) -> str:
     """A question compared loosely: no ``<video>`` tag, whitespace runs as one space."""
-    return _SPACE.sub(" ", strip_video_tag(text)).strip()
+    return " ".join(strip_video_tag(text).split())
 
 
 def _first_text(value: Any) -> str | None:
