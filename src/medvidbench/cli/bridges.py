@@ -10,19 +10,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import msgspec
 import typer
 from rich.markup import escape
 
+from medvidbench.cli.consoles import console
 from medvidbench.cli.main import BenchmarkSlug, app, friendly
-from medvidbench.cli.terminal import console
 from medvidbench.core.errors import (
     InvalidGroundTruthError,
     Problem,
     ProblemList,
     UsageError,
 )
-from medvidbench.core.formats import read_bytes
 
 Questions = Annotated[
     Path | None,
@@ -49,6 +47,8 @@ def _pick(bench: Any, name: str) -> Any:
 
 def _source(path: Path) -> tuple[bytes, str]:
     """A file's bytes and name; ``-`` is standard input."""
+    from medvidbench.core.formats import read_bytes
+
     if str(path) == "-":
         return sys.stdin.buffer.read(), "-"
     return read_bytes(path), path.name
@@ -58,6 +58,10 @@ def _questions(path: Path | None) -> list[dict[str, Any]] | None:
     """The test file's records as plain objects (a JSON list, a dict keyed "0".., or JSONL)."""
     if path is None:
         return None
+    import msgspec
+
+    from medvidbench.core.formats import read_bytes
+
     data = read_bytes(path)
     try:
         decoded: Any = msgspec.json.decode(data)
@@ -107,6 +111,8 @@ def import_(
     importer = _pick(bench, toolkit)
     data, name = _source(source)
     records = importer.to_submission(data, filename=name, questions=_questions(questions))
+    import msgspec
+
     out.write_bytes(msgspec.json.format(msgspec.json.encode(records), indent=1) + b"\n")
     err = console(stderr=True, soft_wrap=True)
     err.print(

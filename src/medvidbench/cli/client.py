@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from medvidbench.cli import terminal
+from medvidbench.cli import consoles
 from medvidbench.core import display
 from medvidbench.core.benchmark import Metric
 from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
@@ -85,7 +85,7 @@ def submit_file(
         else f"{base}/api/v1/submissions"
     )
     headers = {"Authorization": f"Bearer {token}"}
-    console = terminal.console(stderr=True, soft_wrap=True)  # lines whole, URLs unbroken
+    console = consoles.console(stderr=True, soft_wrap=True)  # lines whole, URLs unbroken
     with httpx.Client(timeout=120) as http, path.open("rb") as fh:
         try:
             response = http.post(
@@ -192,7 +192,7 @@ def _print(body: dict[str, Any], table_of: list[Metric]) -> None:
         if intervals:
             row.append(display.interval(intervals.get(key), m.percent))
         table.add_row(*row)
-    out = terminal.console(soft_wrap=True)
+    out = consoles.console(soft_wrap=True)
     out.print(table)
     if body.get("profile"):
         out.print(f"profile {body['profile']}, scorer {body.get('scorer_version')}")

@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from medvidbench import __version__
-from medvidbench.cli import terminal
+from medvidbench.cli import consoles
 from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
 
 app = typer.Typer(
@@ -31,7 +31,7 @@ app = typer.Typer(
 )
 # soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
 # printed for the reader to copy (serve's banner) stays whole.
-err = terminal.console(stderr=True, soft_wrap=True)
+err = consoles.console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -81,7 +81,7 @@ def _root(
 ) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
     if no_color:
-        terminal.use_plain_output(err)
+        consoles.use_plain_output(err)
 
 
 @app.command()
@@ -139,7 +139,7 @@ def validate(
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
-        print_validation(report, terminal.console())
+        print_validation(report, consoles.console())
     if not report.ok or (require_complete and not report.complete):
         raise typer.Exit(ExitCode.INVALID_FILE)
 
@@ -260,9 +260,9 @@ def evaluate(
     if as_json:
         sys.stdout.write(body + "\n")
     else:
-        print_report(report, bench, terminal.console())
+        print_report(report, bench, consoles.console())
         if out is not None:
-            terminal.console().print(f"report written to {escape(str(out))}", highlight=False)
+            consoles.console().print(f"report written to {escape(str(out))}", highlight=False)
 
 
 def read_input(path: Path, max_bytes: int | None = None) -> tuple[Path | bytes, str]:

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from medvidbench.cli.consoles import console
 from medvidbench.cli.main import BenchmarkSlug, _judge, _options, app, friendly
-from medvidbench.cli.terminal import console
 from medvidbench.core.errors import ExitCode, UsageError
 
 rewards_app = typer.Typer(
