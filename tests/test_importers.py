@@ -17,6 +17,7 @@ from medvidbench.core.errors import InvalidSubmissionError
 from medvidbench.library import evaluate
 from tests.toolkit_outputs import (
     lmms_eval_samples,
+    vlmevalkit_json,
     vlmevalkit_table,
     vlmevalkit_tsv,
     vlmevalkit_xlsx,
@@ -160,7 +161,7 @@ def _vlmevalkit_rows(records: list[dict[str, Any]], shuffle: bool) -> list[dict[
     return rows
 
 
-@pytest.mark.parametrize("kind", ["xlsx", "tsv"])
+@pytest.mark.parametrize("kind", ["xlsx", "tsv", "json"])
 @pytest.mark.parametrize("with_questions", [True, False])
 def test_vlmevalkit_files_import_exactly(
     synthetic: dict[str, Path],
@@ -172,11 +173,11 @@ def test_vlmevalkit_files_import_exactly(
     records = _test_file(synthetic)
     answers = dict(enumerate(_answers(synthetic)))
     header, body = vlmevalkit_table(_vlmevalkit_rows(records, shuffle=True), answers)
-    data = (
-        vlmevalkit_xlsx(header, body, tmp_path / "M_MedVidBench.xlsx")
-        if kind == "xlsx"
-        else vlmevalkit_tsv(header, body)
-    )
+    data = {
+        "xlsx": lambda: vlmevalkit_xlsx(header, body, tmp_path / "M_MedVidBench.xlsx"),
+        "tsv": lambda: vlmevalkit_tsv(header, body),
+        "json": lambda: vlmevalkit_json(header, body),
+    }[kind]()
     imported = IMPORTERS["vlmevalkit"].to_submission(
         data,
         filename=f"M_MedVidBench.{kind}",

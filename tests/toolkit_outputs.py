@@ -12,7 +12,7 @@ copied into the sample.
 
 VLMEvalKit: the dataset's table, in the dataset's row order, with ``prediction`` set to
 ``str(answer)`` of each row's index, written by pandas as ``.xlsx`` (xlsxwriter, header row in
-bold with borders, no row labels) or ``.tsv`` (every field quoted).
+bold with borders, no row labels), ``.tsv`` (every field quoted) or ``.json`` (row objects).
 """
 
 from __future__ import annotations
@@ -97,6 +97,12 @@ def vlmevalkit_tsv(header: list[str], body: list[list[Any]]) -> bytes:
     writer.writerow(header)
     writer.writerows(body)
     return out.getvalue().encode("utf-8")
+
+
+def vlmevalkit_json(header: list[str], body: list[list[Any]]) -> bytes:
+    """``PRED_FORMAT=json``: the table as a list of row objects, indented by 4."""
+    rows = [dict(zip(header, row, strict=True)) for row in body]
+    return json.dumps(rows, indent=4, ensure_ascii=False).encode()
 
 
 def vlmevalkit_xlsx(header: list[str], body: list[list[Any]], path: Path) -> bytes:
