@@ -78,17 +78,17 @@ def test_synth_then_validate(tmp_path: Path) -> None:
             "--require-complete",
         ],
     )
-    assert strict.exit_code == 2
+    assert strict.exit_code == 4
 
 
-def test_invalid_file_exits_2_with_located_errors(tmp_path: Path) -> None:
+def test_invalid_file_exits_4_with_located_errors(tmp_path: Path) -> None:
     runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}]))
     result = runner.invoke(
         app, ["validate", str(bad), "--ground-truth", str(tmp_path / "ground_truth.json")]
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert (
         "record 0 (id 'x'): expected field 'prediction' to be a string, got null" in result.output
     )
@@ -121,7 +121,7 @@ def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == 5
     assert "invalid ground truth" in proc.stderr
     assert "missing field 'conversations'" in proc.stderr
 
@@ -157,7 +157,7 @@ def test_invalid_utf8_is_a_located_error_not_a_traceback(tmp_path: Path) -> None
             capture_output=True,
             text=True,
         )
-        assert proc.returncode == 2, proc.stderr
+        assert proc.returncode == 4, proc.stderr
         assert "Traceback" not in proc.stderr
         assert f"not valid UTF-8: byte 0xff at line 1, column {at + 1}" in proc.stdout + proc.stderr
 

@@ -130,4 +130,4 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
     refused = _run(
         env, "benchmarks", "load", str(bad), "--benchmark", "tallybench", "--data-dir", str(data)
     )
-    assert refused.returncode == 2 and "record 0: unknown task 'weigh'" in refused.stderr
+    assert refused.returncode == 5 and "record 0: unknown task 'weigh'" in refused.stderr

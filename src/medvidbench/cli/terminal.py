@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from medvidbench.core import display
-from medvidbench.core.benchmark import Benchmark, Metric
-from medvidbench.core.evaluation import Report
-from medvidbench.core.submission import ValidationReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from medvidbench.core.benchmark import Benchmark, Metric
+    from medvidbench.core.evaluation import Report
+    from medvidbench.core.submission import ValidationReport
 
 _STATUS_STYLE = {"complete": "green", "missing": "yellow", "incomplete": "red"}
 _VERDICT = {

@@ -197,6 +197,9 @@ class Benchmark:
         cluster_rule: One sentence naming that rule, stamped on every interval.
         derived_formulas: ``(metric formulas) -> more formulas``: the derived metrics as ratios
             of sums (:mod:`medvidbench.core.statistics`), so they get intervals too.
+        importers: ``() -> {name: importer}``: converters of other toolkits' output files
+            into submissions (``importer.to_submission(bytes, filename=, questions=)``,
+            ``medvidbench import NAME``); None: none.
     """
 
     slug: str
@@ -231,6 +234,7 @@ class Benchmark:
     cluster_of: Callable[[Any], str] | None = None
     cluster_rule: str = "each test item on its own"
     derived_formulas: Callable[[dict[str, list[Ratio]]], dict[str, list[Ratio]]] | None = None
+    importers: Callable[[], Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}

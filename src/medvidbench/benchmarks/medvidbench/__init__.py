@@ -105,4 +105,5 @@ BENCHMARK = Benchmark(
     },
     licence="CC BY-NC-SA 4.0",
     primary_metric="cvs_acc",
+    importers=lazy(f"{__name__}.importers:importers"),
 )

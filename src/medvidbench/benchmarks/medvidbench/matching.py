@@ -180,7 +180,11 @@ def _check_generic(rec: dict[str, Any], where: str, i: int) -> list[Problem]:
         "answer": (str,),
         "response": (str,),
     }
-    found = check_fields(rec, label, {"qa_type": (str,)}, optional, i, sid)
+    # A record that names its test-set position (``index``) needs no other identity.
+    indexed = "index" in rec
+    qa_type: dict[str, tuple[type, ...]] = {"qa_type": (str,)}
+    required, optional = ({}, optional | qa_type) if indexed else (qa_type, optional)
+    found = check_fields(rec, label, required, optional, i, sid)
     if not any(k in rec for k in ("prediction", "answer", "response")):
         found.append(
             Problem(
@@ -191,7 +195,7 @@ def _check_generic(rec: dict[str, Any], where: str, i: int) -> list[Problem]:
             )
         )
     meta = rec.get("metadata")
-    if "id" not in rec and not isinstance(meta, dict):
+    if "id" not in rec and not isinstance(meta, dict) and not indexed:
         found.append(
             Problem(
                 "missing-field",
@@ -230,7 +234,9 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         )
     elif (too_long := answer_too_long(text, label, i, sid or None)) is not None:
         errors.add(too_long)
-    if not sid:
+    index = rec.index if isinstance(rec.index, int) else None
+    qa_type = rec.qa_type if isinstance(rec.qa_type, str) else ""
+    if not sid and index is None:
         errors.add(
             Problem(
                 "missing-field",
@@ -238,11 +244,13 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
                 i,
             )
         )
-    if task_for_qa_type(rec.qa_type) is None:
+    if not qa_type and index is None:
+        errors.add(Problem("missing-field", f"{label}: missing field 'qa_type'", i, sid or None))
+    elif qa_type and task_for_qa_type(qa_type) is None:
         errors.add(
             Problem(
                 "unknown-qa-type",
-                f"{label}: unknown qa_type {rec.qa_type!r}; "
+                f"{label}: unknown qa_type {qa_type!r}; "
                 f"expected one of {', '.join(TASKS)} (with a "
                 "variant suffix such as _gpt where the test set "
                 "has one)",
@@ -250,7 +258,6 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
                 sid or None,
             )
         )
-    index = rec.index if isinstance(rec.index, int) else None
     if index is not None and index < 0:
         errors.add(
             Problem(
@@ -264,7 +271,7 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         return None
     question = strip_video_tag(rec.question) if isinstance(rec.question, str) else None
     assert isinstance(text, str)
-    return _Entry(i, label, sid, rec.qa_type, text, index, question)
+    return _Entry(i, label, sid, qa_type, text, index, question)
 
 
 class _Matcher:
@@ -315,7 +322,10 @@ class _Matcher:
             )
             return
         s = self.gt.samples[e.index]
-        if s.sample_id != e.sid or self._resolve(e.sid, e.qa_type) != s.qa_type:
+        # An index-only record (no id, no qa_type) is taken at its word; whatever identity a
+        # record does carry must agree with the sample at that index.
+        sid, qa_type = e.sid or s.sample_id, e.qa_type or s.qa_type
+        if s.sample_id != sid or self._resolve(sid, qa_type) != s.qa_type:
             self.report.errors.add(
                 Problem(
                     "index-mismatch",
