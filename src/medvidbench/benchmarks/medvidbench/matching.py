@@ -12,11 +12,15 @@ Every problem is collected, with its location, before anything is decided.
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from medvidbench.benchmarks.medvidbench import layouts
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
 from medvidbench.benchmarks.medvidbench.records import (
     IGNORED_UPLOAD_FIELDS,
@@ -25,7 +29,7 @@ from medvidbench.benchmarks.medvidbench.records import (
     strip_video_tag,
 )
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, task_for_qa_type
-from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList
+from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList, UsageError
 from medvidbench.core.formats import (
     DEFAULT_MAX_BYTES,
     check_fields,
@@ -34,6 +38,7 @@ from medvidbench.core.formats import (
     record_label,
 )
 from medvidbench.core.submission import (
+    ORDER_ONLY,
     MatchedSubmission,
     TaskCoverage,
     ValidationReport,
@@ -56,64 +61,121 @@ class _Entry(msgspec.Struct, gc=False):
     question: str | None
 
 
+Source = str | Path | bytes
+
+
 def validate_submission(
-    source: str | Path | bytes,
+    source: Source | Sequence[Source],
     gt: GroundTruth,
     max_bytes: int = DEFAULT_MAX_BYTES,
     name: str = "",
 ) -> MatchedSubmission:
     """Validate a prediction file against a test set and match it sample by sample.
 
+    ``source`` may also be several files, or a folder of them, that together make one
+    submission: the per-GPU files of one MedGRPO-Code run, say (:mod:`.layouts`).
+
     Never raises on the file's content: every problem is in ``result.report.errors``.
     """
-    if not isinstance(source, bytes):
-        name = name or str(source)
-        source = read_bytes(source, max_bytes)
-    hint = "jsonl" if name.endswith(".jsonl") else "auto"
+    parts = _parts(source, max_bytes, name)
+    name = name or ("" if isinstance(source, bytes) else _name(source))
+    whole = parts[0][1] if len(parts) == 1 else b"".join(data for _, data in parts)
+    report = ValidationReport(name, hashlib.sha256(whole).hexdigest(), len(whole), layout="")
+    predictions: list[str | None] = [None] * len(gt)
+    files: list[list[_Entry]] = []
+    for label, data in parts:
+        entries = _read(label, data, gt, report, several=len(parts) > 1)
+        if entries is None:
+            return MatchedSubmission(report, predictions)
+        files.append(entries)
+    if not report.layout:
+        report.layout = "list"
+    _Matcher(gt, report, predictions).run(files)
+    return MatchedSubmission(report, predictions)
+
+
+def _name(source: Source | Sequence[Source]) -> str:
+    if isinstance(source, str | Path):
+        return str(source)
+    return ", ".join(str(s) for s in source if not isinstance(s, bytes))
+
+
+def _parts(source: Source | Sequence[Source], max_bytes: int, name: str) -> list[tuple[str, bytes]]:
+    """The submission's files as ``(name, bytes)``: one file, several, or a folder's."""
+    if isinstance(source, bytes):
+        return [(name, source)]
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if not path.is_dir():
+            return [(name or str(path), read_bytes(path, max_bytes))]
+        found = sorted(
+            (p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file()),
+            key=_natural,
+        )
+        if not found:
+            raise UsageError(f"{str(path)!r} holds no .json or .jsonl file")
+        source = found
+    parts = [(str(s), read_bytes(s, max_bytes)) for s in source if not isinstance(s, bytes)]
+    parts += [(f"file {i + 1}", s) for i, s in enumerate(source) if isinstance(s, bytes)]
+    total = sum(len(data) for _, data in parts)
+    if total > max_bytes:
+        raise UsageError(f"the files are {total:,} bytes, larger than the limit of {max_bytes:,}")
+    if not parts:
+        raise UsageError("no prediction file given")
+    return parts
+
+
+def _natural(path: Path) -> list[Any]:
+    """Sort key that puts ``results_gpu10.json`` after ``results_gpu9.json``."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
+
+
+def _read(
+    label: str, source: bytes, gt: GroundTruth, report: ValidationReport, several: bool
+) -> list[_Entry] | None:
+    """One file's records as entries (problems go to ``report``); None when the submission
+    cannot be matched at all."""
+    hint = "jsonl" if label.endswith(".jsonl") else "auto"
     decoded = decode(source, _SUB_FILE, hint, what="submission", single_record_field="qa_type")
-    report = ValidationReport(
-        name,
-        decoded.sha256,
-        decoded.size,
-        decoded.layout,
-        len(decoded.records),
-        errors=decoded.problems,
-    )
-    report.notices = [
-        f"field {f!r} is ignored: scores always use the server's own ground truth"
+    prefix = f"{label}: " if several else ""
+    for p in decoded.problems.items:
+        report.errors.add(Problem(p.code, prefix + p.message, p.record, p.sample_id))
+    report.records += len(decoded.records)
+    report.layout = report.layout or decoded.layout
+    report.notices += [
+        notice
         for f in IGNORED_UPLOAD_FIELDS
         if f'"{f}"'.encode() in source
+        and (notice := f"field {f!r} is ignored: scores always use the server's own ground truth")
+        not in report.notices
     ]
-    predictions: list[str | None] = [None] * len(gt)
     if decoded.problems and not decoded.records:
-        return MatchedSubmission(report, predictions)
+        return None
     if _looks_like_ground_truth(decoded.records[:20], source):
         # One clear message, not one problem per record.
         report.errors.add(
             Problem(
                 "ground-truth-file",
-                "this looks like a ground-truth file (its records carry the reference answers "
-                "in 'conversations'); submit your model's predictions",
+                f"{prefix}this looks like a ground-truth file (its records carry the reference "
+                "answers in 'conversations'); submit your model's predictions",
             )
         )
-        return MatchedSubmission(report, predictions)
+        return None
     limit = len(gt) + max(1000, len(gt) // 10)
-    if len(decoded.records) > limit:
+    if report.records > limit:
         report.errors.add(
             Problem(
                 "too-many-records",
-                f"the submission has {len(decoded.records):,} records; the test set has "
+                f"the submission has {report.records:,} records; the test set has "
                 f"{len(gt):,} samples",
             )
         )
-        return MatchedSubmission(report, predictions)
-    entries = [
+        return None
+    return [
         e
         for i, rec in enumerate(decoded.records)
-        if (e := _entry(i, rec, record_label(decoded, i), decoded.typed, report.errors))
+        if (e := _entry(i, rec, prefix + record_label(decoded, i), decoded.typed, report.errors))
     ]
-    _Matcher(gt, report, predictions).run(entries)
-    return MatchedSubmission(report, predictions)
 
 
 def _looks_like_ground_truth(head: list[Any], source: bytes) -> bool:
@@ -273,9 +335,18 @@ class _Matcher:
     def __init__(self, gt: GroundTruth, report: ValidationReport, out: list[str | None]) -> None:
         self.gt, self.report, self.out = gt, report, out
         self.taken: dict[int, int] = {}  # sample index -> record number that claimed it
-        self.order_matched = 0
+        self.order_only: dict[str, int] = {}  # task -> predictions matched by order alone
+        self.order_only_types: dict[str, list[str]] = {}
 
-    def run(self, entries: list[_Entry]) -> None:
+    def run(self, files: list[list[_Entry]]) -> None:
+        entries = [e for f in files for e in f]
+        if not self.report.errors and all(e.index is None for e in entries):
+            order = self._layout(files)
+            if order is not None:
+                for e, target in zip(entries, order, strict=True):
+                    self._claim(e, target)
+                self._coverage()
+                return
         # Explicit indices first, so that order-based matching never takes their samples.
         for e in entries:
             if e.index is not None:
@@ -284,6 +355,52 @@ class _Matcher:
             if e.index is None:
                 self._by_identity(e)
         self._coverage()
+
+    def _layout(self, files: list[list[_Entry]]) -> list[int] | None:
+        """The test questions the records answer, one for one, when the files are in the test
+        file's order or a known pipeline's (:mod:`.layouts`); else None."""
+        types = {self._resolve(e.sid, e.qa_type) for f in files for e in f}
+        if None in types:
+            return None
+        samples = self.gt.samples
+        indices = [s.index for s in samples if s.qa_type in types]
+        qa_types = [samples[i].qa_type for i in indices]
+
+        def fits(entries: list[_Entry], order: list[int]) -> bool:
+            return len(entries) == len(order) and all(
+                self._same(e, samples[i]) for e, i in zip(entries, order, strict=True)
+            )
+
+        if len(files) == 1:
+            found = layouts.find_merged(
+                len(files[0]), lambda order: fits(files[0], order), indices, qa_types
+            )
+            if found is None:
+                return None
+            n, order = found
+            if n > 1:
+                self._say(layouts.describe(n))
+            return order
+        gpus = layouts.find_shards(
+            [len(f) for f in files], lambda f, order: fits(files[f], order), indices, qa_types
+        )
+        if gpus is None:
+            return None
+        self._say(f"{layouts.describe(len(files))} from its {len(files)} per-GPU files")
+        shares = {g: layouts.gpu_share(indices, qa_types, len(files), g) for g in gpus}
+        return [i for g in gpus for i in shares[g]]
+
+    def _same(self, e: _Entry, s: Any) -> bool:
+        """Whether record ``e`` can be the answer to test question ``s``."""
+        return (
+            e.sid == s.sample_id
+            and (e.qa_type == s.qa_type or self._resolve(e.sid, e.qa_type) == s.qa_type)
+            and (e.question is None or e.question == s.question)
+        )
+
+    def _say(self, line: str) -> None:
+        self.report.restored = line
+        self.report.notices.append(line)
 
     def _claim(self, e: _Entry, target: int) -> None:
         if target in self.taken:
@@ -357,11 +474,17 @@ class _Matcher:
                 )
             return
         target = free[0]
+        alike = len(members)  # the questions this record cannot tell apart
         if e.question is not None and len(members) > 1:
-            same = [m for m in free if self.gt.samples[m].question == e.question]
-            target = same[0] if same else target
-        elif len(members) > 1:
-            self.order_matched += 1
+            same = [m for m in members if self.gt.samples[m].question == e.question]
+            alike = len(same) or len(members)
+            target = next((m for m in same if m not in self.taken), target)
+        if alike > 1:
+            task = self.gt.samples[target].task
+            self.order_only[task] = self.order_only.get(task, 0) + 1
+            seen = self.order_only_types.setdefault(task, [])
+            if self.gt.samples[target].qa_type not in seen:
+                seen.append(self.gt.samples[target].qa_type)
         self._claim(e, target)
 
     def _unmatched_message(self, e: _Entry) -> str:
@@ -394,14 +517,10 @@ class _Matcher:
             report.errors.add(Problem("nothing-matched", "no record matches a test sample"))
         if report.records == 0 and not report.errors:
             report.errors.add(Problem("no-records", "the submission contains no records"))
-        if self.order_matched:
+        report.order_only = self.order_only
+        for task, n in self.order_only.items():
             report.warnings.add(
-                Problem(
-                    "order-matched",
-                    f"{self.order_matched} predictions answer clips that have several questions of "
-                    "the same qa_type; they were matched by order of occurrence within each clip. "
-                    "Add an 'index' (or 'question') field to each record to make this explicit.",
-                )
+                Problem(ORDER_ONLY, _order_only_message(task, n, self.order_only_types[task]))
             )
 
     def _report_incomplete(self, task: str, cov: TaskCoverage) -> None:
@@ -425,3 +544,22 @@ class _Matcher:
                     s.sample_id,
                 )
             )
+
+
+def _order_only_message(task: str, n: int, qa_types: list[str]) -> str:
+    """The order-only warning of one task: how many, which task, what to add.
+
+    Examples:
+        >>> _order_only_message("cvs_assessment", 3, ["cvs_assessment"])[:80]
+        "task 'cvs_assessment': 3 predictions were matched to their test question by ord"
+    """
+    kinds = ", ".join(qa_types)
+    return (
+        f"task {task!r}: {n:,} prediction{'s were' if n != 1 else ' was'} matched to "
+        f"{'their' if n != 1 else 'its'} test question by order alone (qa_type {kinds}): the "
+        "test set asks these clips several questions of that qa_type, and nothing in the "
+        "records (no 'index', no 'question' text that tells them apart) says which answer is "
+        "which. The file's order is neither the test file's nor a known pipeline's, so if it "
+        "was reordered these answers are scored against the wrong questions. Add an 'index' "
+        "field to each record: the position of its question in the test file, from 0."
+    )
