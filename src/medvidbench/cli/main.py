@@ -102,15 +102,47 @@ def synth(
         print(f"{name:>13}  {path}")
 
 
+Predictions = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Prediction file (.json or .jsonl); several files or a folder make one submission "
+        "(the per-GPU files of one MedGRPO-Code run, say)."
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse predictions matched to their question by order alone (several identical "
+        "questions, no 'index', and no known pipeline order).",
+    ),
+]
+
+
+def _source(predictions: list[Path]) -> Path | list[Path]:
+    return predictions[0] if len(predictions) == 1 else predictions
+
+
 @app.command()
 @friendly
 def validate(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
-    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    predictions: Predictions,
+    ground_truth: Annotated[
+        Path | None, typer.Option("--ground-truth", help="Ground-truth file.")
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help="The public questions file (the test file without answers), instead of "
+            "--ground-truth: checks coverage, ids, qa_types, answer formats and order.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     require_complete: Annotated[
         bool, typer.Option(help="Exit non-zero for a partial submission too.")
     ] = False,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Check a prediction file the way the leaderboard server does, offline.
@@ -121,8 +153,17 @@ def validate(
     from medvidbench.cli.terminal import print_validation
 
     bench = benchmarks.get(benchmark)
-    gt = bench.load_ground_truth(ground_truth)
-    report = bench.validate_submission(predictions, gt).report
+    if (ground_truth is None) == (questions is None):
+        raise UsageError("give either --ground-truth or --questions")
+    if questions is not None:
+        if bench.load_questions is None:
+            raise UsageError(f"benchmark {bench.slug!r} has no questions file to validate against")
+        gt = bench.load_questions(questions)
+    else:
+        gt = bench.load_ground_truth(ground_truth)
+    report = bench.validate_submission(_source(predictions), gt).report
+    if strict:
+        report.refuse_order_only()
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -134,7 +175,7 @@ def validate(
 @app.command()
 @friendly
 def evaluate(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    predictions: Predictions,
     ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
     profile: Annotated[
         str | None,
@@ -194,6 +235,7 @@ def evaluate(
         int, typer.Option(min=100, max=100_000, help="Bootstrap replicates for --ci.")
     ] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed for --ci.")] = 0,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Score a prediction file, offline.
@@ -210,13 +252,21 @@ def evaluate(
     limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth, limit)
-    matched = bench.validate_submission(predictions, gt, limit)
-    if not matched.report.ok:
-        from medvidbench.cli.terminal import print_validation
+    matched = bench.validate_submission(_source(predictions), gt, limit)
+    if strict:
+        matched.report.refuse_order_only()
+    from medvidbench.cli.terminal import (
+        count_bar,
+        print_report,
+        print_validation,
+        print_warnings,
+        progress_bar,
+    )
 
+    if not matched.report.ok:
         print_validation(matched.report, err)
         raise typer.Exit(2)
-    from medvidbench.cli.terminal import count_bar, print_report, progress_bar
+    print_warnings(matched.report, err)
 
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     with (

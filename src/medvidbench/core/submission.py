@@ -82,6 +82,9 @@ class ValidationReport:
     order_only: dict[str, int] = field(default_factory=dict)
     # The known pipeline layout whose order was restored, in one line ("" when none was).
     restored: str = ""
+    # Per task, how many answers its scorer can read; filled only when checked against a
+    # questions file (no answers to score against), else empty.
+    readable: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -97,9 +100,17 @@ class ValidationReport:
 
     def refuse_order_only(self) -> None:
         """Make order-only matches errors (``--strict``, or a board that refuses them)."""
+        kept = ProblemList(self.warnings.keep_per_code)
         for problem in self.warnings.items:
             if problem.code == ORDER_ONLY:
-                self.errors.add(Problem(ORDER_ONLY, f"refused (strict): {problem.message}"))
+                self.errors.add(problem)
+            else:
+                kept.add(problem)
+        moved = self.warnings.totals.get(ORDER_ONLY, 0)
+        if moved:
+            kept.totals = {c: n for c, n in self.warnings.totals.items() if c != ORDER_ONLY}
+            kept.count = self.warnings.count - moved
+            self.warnings = kept
 
     @property
     def verdict(self) -> str:
@@ -130,6 +141,7 @@ class ValidationReport:
             "notices": list(self.notices),
             "order_only": dict(self.order_only),
             "restored": self.restored,
+            "readable": dict(self.readable),
         }
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from medvidbench.benchmarks.medvidbench import layouts
+from medvidbench.benchmarks.medvidbench import answer_formats, layouts
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
 from medvidbench.benchmarks.medvidbench.records import (
     IGNORED_UPLOAD_FIELDS,
@@ -91,7 +91,29 @@ def validate_submission(
     if not report.layout:
         report.layout = "list"
     _Matcher(gt, report, predictions).run(files)
+    if not gt.answers:
+        _check_formats(gt, report, predictions)
     return MatchedSubmission(report, predictions)
+
+
+def _check_formats(gt: GroundTruth, report: ValidationReport, texts: list[str | None]) -> None:
+    """Against the questions file: which answers their task's scorer reads nothing from."""
+    labels = [f"sample {s.index} (id {s.sample_id!r})" for s in gt.samples]
+    counts, examples = answer_formats.check([s.task for s in gt.samples], texts, labels)
+    report.readable = counts
+    for task, shown in examples.items():
+        answered = report.coverage[task].matched
+        bad = answered - counts[task]
+        expected = answer_formats.FORMATS.get(task)
+        report.warnings.add(
+            Problem(
+                "unreadable-answer",
+                f"task {task!r}: {bad:,} of {answered:,} answers are in no format its scorer "
+                f"reads (they score 0 under leaderboard-v1)"
+                + (f"; expected {expected}" if expected else "")
+                + f"; e.g. {'; '.join(shown)}",
+            )
+        )
 
 
 def _name(source: Source | Sequence[Source]) -> str:
@@ -517,8 +539,8 @@ class _Matcher:
             report.errors.add(Problem("nothing-matched", "no record matches a test sample"))
         if report.records == 0 and not report.errors:
             report.errors.add(Problem("no-records", "the submission contains no records"))
-        report.order_only = self.order_only
-        for task, n in self.order_only.items():
+        report.order_only = {t: self.order_only[t] for t in counts if t in self.order_only}
+        for task, n in report.order_only.items():
             report.warnings.add(
                 Problem(ORDER_ONLY, _order_only_message(task, n, self.order_only_types[task]))
             )
@@ -556,10 +578,10 @@ def _order_only_message(task: str, n: int, qa_types: list[str]) -> str:
     kinds = ", ".join(qa_types)
     return (
         f"task {task!r}: {n:,} prediction{'s were' if n != 1 else ' was'} matched to "
-        f"{'their' if n != 1 else 'its'} test question by order alone (qa_type {kinds}): the "
-        "test set asks these clips several questions of that qa_type, and nothing in the "
-        "records (no 'index', no 'question' text that tells them apart) says which answer is "
-        "which. The file's order is neither the test file's nor a known pipeline's, so if it "
-        "was reordered these answers are scored against the wrong questions. Add an 'index' "
-        "field to each record: the position of its question in the test file, from 0."
+        f"{'their' if n != 1 else 'its'} test question by order alone (qa_type {kinds}): these "
+        "clips have several questions of that qa_type, and nothing in the records (an 'index', "
+        "or 'question' text that differs) says which answer is which. The file is in neither "
+        "the test file's order nor a known pipeline's, so if it was reordered, these answers "
+        "are scored against the wrong questions. Add an 'index' field to each record: its "
+        "question's position in the test file, from 0."
     )

@@ -248,6 +248,8 @@ def submit(
         problem = definition.check_options(report.options, definition.profile())
         if problem is not None:  # the board's profile could not score it: refuse it now
             report.errors.add(Problem("bad-option", problem))
+    if runtime.settings.refuse_order_only:
+        report.refuse_order_only()
     if not report.ok:
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
