@@ -92,6 +92,9 @@ def test_per_gpu_files_given_together_in_any_order(
         paths.append(tmp_path / f"results_gpu{g}.json")
         paths[-1].write_text(json.dumps(shard))
     random.Random(n).shuffle(paths)
+    # MedGRPO-Code's results folder: the merged file beside the per-GPU ones, and its logs
+    (tmp_path / "results.json").write_text(json.dumps(pipeline.merge(shards)))
+    (tmp_path / "logs").mkdir()
     for source in (paths, tmp_path):
         result = validate_submission(source, world["gt"])
         assert result.report.verdict == "valid"

@@ -46,6 +46,7 @@ from medvidbench.core.submission import (
 )
 
 _SUB_FILE = list[SubmissionRecord] | dict[str, SubmissionRecord]
+_SHARD_NAME = re.compile(r"_gpu\d+\.jsonl?$")
 _EXAMPLES = 5
 
 
@@ -136,7 +137,9 @@ def _parts(source: Source | Sequence[Source], max_bytes: int, name: str) -> list
         )
         if not found:
             raise UsageError(f"{str(path)!r} holds no .json or .jsonl file")
-        source = found
+        # MedGRPO-Code's results folder holds the merged file beside the per-GPU ones
+        shards = [p for p in found if _SHARD_NAME.search(p.name)]
+        source = shards or found
     parts = [(str(s), read_bytes(s, max_bytes)) for s in source if not isinstance(s, bytes)]
     parts += [(f"file {i + 1}", s) for i, s in enumerate(source) if isinstance(s, bytes)]
     total = sum(len(data) for _, data in parts)

@@ -328,9 +328,10 @@ def _received(report: Any, size: int) -> str:
 def _validated(report: Any) -> str:
     warnings = len(report.warnings)
     missing = f"; not submitted: {', '.join(report.missing_tasks)}" if report.missing_tasks else ""
+    restored = f"; {report.restored}" if report.restored else ""
     return (
         f"validated: {report.verdict}, {report.matched:,} predictions matched, "
-        f"{count(warnings, 'warning')}{missing}; queued for scoring"
+        f"{count(warnings, 'warning')}{missing}{restored}; queued for scoring"
     )
 
 
