@@ -84,6 +84,16 @@ class GroundTruth:
         return out
 
     @cached_property
+    def qa_types(self) -> list[str]:
+        """Each sample's qa_type, in file order."""
+        return [s.qa_type for s in self.samples]
+
+    @cached_property
+    def qa_type_set(self) -> set[str | None]:
+        """The qa_types the test set asks."""
+        return set(self.qa_types)
+
+    @cached_property
     def variants_by_task(self) -> dict[tuple[str, str], list[str]]:
         """The qa_type variants present per ``(id, task)``, for bare task names in uploads."""
         out: dict[tuple[str, str], list[str]] = {}

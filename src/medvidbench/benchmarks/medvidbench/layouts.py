@@ -17,9 +17,35 @@ answer each record with the test question it was asked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 MAX_GPUS = 16
+
+
+def by_type(indices: Iterable[int], qa_types: Iterable[str]) -> list[list[int]]:
+    """The questions grouped by qa_type, types in order of first appearance.
+
+    Examples:
+        >>> by_type([0, 1, 2, 3, 4], ["a", "b", "a", "a", "b"])
+        [[0, 2, 3], [1, 4]]
+    """
+    groups: dict[str, list[int]] = {}
+    for index, qa_type in zip(indices, qa_types, strict=True):
+        groups.setdefault(qa_type, []).append(index)
+    return list(groups.values())
+
+
+def _share(groups: list[list[int]], n: int, gpu: int) -> Iterator[int]:
+    for members in groups:
+        yield from members[gpu::n]
+
+
+def _merged(indices: Sequence[int], groups: list[list[int]], n: int) -> Iterator[int]:
+    if n == 1:
+        yield from indices
+        return
+    for gpu in range(n):
+        yield from _share(groups, n, gpu)
 
 
 def gpu_share(indices: Sequence[int], qa_types: Sequence[str], n: int, gpu: int) -> list[int]:
@@ -36,10 +62,7 @@ def gpu_share(indices: Sequence[int], qa_types: Sequence[str], n: int, gpu: int)
         >>> gpu_share([0, 1, 2, 3, 4], ["a", "b", "a", "a", "b"], 2, 1)
         [2, 4]
     """
-    by_type: dict[str, list[int]] = {}
-    for index, qa_type in zip(indices, qa_types, strict=True):
-        by_type.setdefault(qa_type, []).append(index)
-    return [i for members in by_type.values() for i in members[gpu::n]]
+    return list(_share(by_type(indices, qa_types), n, gpu))
 
 
 def merged_order(indices: Sequence[int], qa_types: Sequence[str], n: int) -> list[int]:
@@ -51,9 +74,7 @@ def merged_order(indices: Sequence[int], qa_types: Sequence[str], n: int) -> lis
         >>> merged_order([0, 1, 2], ["a", "b", "a"], 1)
         [0, 1, 2]
     """
-    if n == 1:
-        return list(indices)
-    return [i for gpu in range(n) for i in gpu_share(indices, qa_types, n, gpu)]
+    return list(_merged(indices, by_type(indices, qa_types), n))
 
 
 def describe(n: int) -> str:
@@ -67,7 +88,10 @@ def describe(n: int) -> str:
 
 
 def find_merged(
-    count: int, fits: Callable[[list[int]], bool], indices: Sequence[int], qa_types: Sequence[str]
+    count: int,
+    fits: Callable[[Iterable[int]], bool],
+    indices: Sequence[int],
+    qa_types: Sequence[str],
 ) -> tuple[int, list[int]] | None:
     """The GPU count of the one MedGRPO-Code layout whose order ``fits`` the file, with that
     order; None when none fits or several fit with different orders (then order decides
@@ -75,17 +99,18 @@ def find_merged(
 
     Args:
         count: The number of records in the file.
-        fits: Whether the file's records are, one for one, the test questions of an order.
+        fits: Whether the file's records are, one for one, the test questions of an order
+            (given lazily: a file that is not in it is told apart at its first misfit).
     """
     if count != len(indices):
         return None
+    groups = by_type(indices, qa_types)
     found: list[tuple[int, list[int]]] = []
-    for n in range(1, MAX_GPUS + 1):
-        if n > 1 and n > count:
-            break
-        order = merged_order(indices, qa_types, n)
-        if fits(order) and all(order != other for _, other in found):
-            found.append((n, order))
+    for n in range(1, min(MAX_GPUS, max(count, 1)) + 1):
+        if fits(_merged(indices, groups, n)):
+            order = list(_merged(indices, groups, n))
+            if all(order != other for _, other in found):
+                found.append((n, order))
     return found[0] if len(found) == 1 else None
 
 
@@ -108,7 +133,8 @@ def find_shards(
     n = len(sizes)
     if not 2 <= n <= MAX_GPUS or sum(sizes) != len(indices):
         return None
-    shares = [gpu_share(indices, qa_types, n, g) for g in range(n)]
+    groups = by_type(indices, qa_types)
+    shares = [list(_share(groups, n, g)) for g in range(n)]
     gpus: list[int] = []
     for f, size in enumerate(sizes):
         free = [g for g in range(n) if g not in gpus and len(shares[g]) == size]

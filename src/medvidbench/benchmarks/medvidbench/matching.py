@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +80,9 @@ def validate_submission(
     """
     parts = _parts(source, max_bytes, name)
     name = name or ("" if isinstance(source, bytes) else _name(source))
-    whole = parts[0][1] if len(parts) == 1 else b"".join(data for _, data in parts)
-    report = ValidationReport(name, hashlib.sha256(whole).hexdigest(), len(whole), layout="")
+    # one file: its digest comes with decoding; several: the digest of them one after another
+    digest = hashlib.sha256(b"".join(d for _, d in parts)).hexdigest() if len(parts) > 1 else ""
+    report = ValidationReport(name, digest, sum(len(d) for _, d in parts), layout="")
     predictions: list[str | None] = [None] * len(gt)
     files: list[list[_Entry]] = []
     for label, data in parts:
@@ -167,6 +168,7 @@ def _read(
         report.errors.add(Problem(p.code, prefix + p.message, p.record, p.sample_id))
     report.records += len(decoded.records)
     report.layout = report.layout or decoded.layout
+    report.sha256 = report.sha256 or decoded.sha256
     report.notices += [
         notice
         for f in IGNORED_UPLOAD_FIELDS
@@ -384,17 +386,22 @@ class _Matcher:
     def _layout(self, files: list[list[_Entry]]) -> list[int] | None:
         """The test questions the records answer, one for one, when the files are in the test
         file's order or a known pipeline's (:mod:`.layouts`); else None."""
-        types = {self._resolve(e.sid, e.qa_type) for f in files for e in f}
-        if None in types:
-            return None
-        samples = self.gt.samples
-        indices = [s.index for s in samples if s.qa_type in types]
-        qa_types = [samples[i].qa_type for i in indices]
+        gt, samples = self.gt, self.gt.samples
+        types: set[str | None] = {e.qa_type for f in files for e in f}
+        if not types <= gt.qa_type_set:  # bare task names: resolve record by record
+            types = {self._resolve(e.sid, e.qa_type) for f in files for e in f}
+            if None in types:
+                return None
+        if types == gt.qa_type_set:
+            indices: Sequence[int] = range(len(samples))
+            qa_types: Sequence[str] = gt.qa_types
+        else:
+            indices = [s.index for s in samples if s.qa_type in types]
+            qa_types = [samples[i].qa_type for i in indices]
+        same = self._same
 
-        def fits(entries: list[_Entry], order: list[int]) -> bool:
-            return len(entries) == len(order) and all(
-                self._same(e, samples[i]) for e, i in zip(entries, order, strict=True)
-            )
+        def fits(entries: list[_Entry], order: Iterable[int]) -> bool:
+            return all(same(e, samples[i]) for e, i in zip(entries, order, strict=False))
 
         if len(files) == 1:
             found = layouts.find_merged(
@@ -406,8 +413,12 @@ class _Matcher:
             if n > 1:
                 self._say(layouts.describe(n))
             return order
+        sizes = [len(f) for f in files]
         gpus = layouts.find_shards(
-            [len(f) for f in files], lambda f, order: fits(files[f], order), indices, qa_types
+            sizes,
+            lambda f, order: len(order) == sizes[f] and fits(files[f], order),
+            indices,
+            qa_types,
         )
         if gpus is None:
             return None
@@ -575,8 +586,8 @@ def _order_only_message(task: str, n: int, qa_types: list[str]) -> str:
     """The order-only warning of one task: how many, which task, what to add.
 
     Examples:
-        >>> _order_only_message("cvs_assessment", 3, ["cvs_assessment"])[:80]
-        "task 'cvs_assessment': 3 predictions were matched to their test question by ord"
+        >>> _order_only_message("cvs_assessment", 1, ["cvs_assessment"])[:75]
+        "task 'cvs_assessment': 1 prediction was matched to its test question by order"
     """
     kinds = ", ".join(qa_types)
     return (
