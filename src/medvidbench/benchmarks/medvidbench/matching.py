@@ -586,7 +586,7 @@ def _order_only_message(task: str, n: int, qa_types: list[str]) -> str:
     """The order-only warning of one task: how many, which task, what to add.
 
     Examples:
-        >>> _order_only_message("cvs_assessment", 1, ["cvs_assessment"])[:75]
+        >>> _order_only_message("cvs_assessment", 1, ["cvs_assessment"])[:77]
         "task 'cvs_assessment': 1 prediction was matched to its test question by order"
     """
     kinds = ", ".join(qa_types)
