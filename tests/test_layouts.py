@@ -253,3 +253,30 @@ def test_validate_cli_with_questions_strict_and_shards(
     assert body["verdict"] == "invalid" and body["error_totals"]["order-only"] >= 1
     neither = runner.invoke(app, ["validate", str(moved)])
     assert neither.exit_code != 0 and "either --ground-truth or --questions" in neither.output
+
+
+def test_evaluate_cli_scores_per_gpu_files_as_the_ordered_file(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    truth = tmp_path / "ground_truth.json"
+    truth.write_text(json.dumps(world["test"]))
+    ordered = tmp_path / "ordered.json"
+    ordered.write_text(json.dumps(world["answers"]))
+    files = []
+    for g, shard in enumerate(_run(world, 3)):
+        files.append(tmp_path / f"results_gpu{g}.json")
+        files[-1].write_text(json.dumps(shard))
+    runner = CliRunner()
+    tasks = ["--tasks", "cvs_assessment,skill_assessment,stg,tal", "--json"]
+    expected = runner.invoke(app, ["evaluate", str(ordered), "--ground-truth", str(truth), *tasks])
+    got = runner.invoke(app, ["evaluate", *map(str, files), "--ground-truth", str(truth), *tasks])
+    assert expected.exit_code == got.exit_code == 0, got.output
+    assert "restored the order of a 3-GPU MedGRPO-Code run from its 3 per-GPU files" in got.stderr
+    assert json.loads(got.stdout)["metrics"] == json.loads(expected.stdout)["metrics"]
+    shuffled = list(world["answers"])
+    random.Random(3).shuffle(shuffled)
+    ordered.write_text(json.dumps(shuffled))
+    refused = runner.invoke(
+        app, ["evaluate", str(ordered), "--ground-truth", str(truth), "--strict", *tasks]
+    )
+    assert refused.exit_code == 2 and "order-only" in refused.stderr

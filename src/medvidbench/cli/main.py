@@ -119,8 +119,16 @@ Strict = Annotated[
 ]
 
 
-def _source(predictions: list[Path]) -> Path | list[Path]:
-    return predictions[0] if len(predictions) == 1 else predictions
+def _validate(bench: Any, predictions: list[Path], gt: Any, *limit: int) -> Any:
+    """The benchmark's validation of one file, several files or a folder."""
+    if len(predictions) == 1:
+        return bench.validate_submission(predictions[0], gt, *limit)
+    try:
+        return bench.validate_submission(predictions, gt, *limit)
+    except TypeError:  # a benchmark that reads one file (or a folder) only
+        raise UsageError(
+            f"benchmark {bench.slug!r} reads one prediction file or a folder, not several files"
+        ) from None
 
 
 @app.command()
@@ -161,7 +169,7 @@ def validate(
         gt = bench.load_questions(questions)
     else:
         gt = bench.load_ground_truth(ground_truth)
-    report = bench.validate_submission(_source(predictions), gt).report
+    report = _validate(bench, predictions, gt).report
     if strict:
         report.refuse_order_only()
     if as_json:
@@ -252,7 +260,7 @@ def evaluate(
     limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth, limit)
-    matched = bench.validate_submission(_source(predictions), gt, limit)
+    matched = _validate(bench, predictions, gt, limit)
     if strict:
         matched.report.refuse_order_only()
     from medvidbench.cli.terminal import (
