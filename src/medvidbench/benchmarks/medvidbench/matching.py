@@ -5,64 +5,37 @@ disagree, so a reordered file is silently scored against the wrong answers (metr
 We match by ``(id, qa_type, k)``, where k counts earlier records with the same id and qa_type in
 each file; an explicit ``index`` field wins; a ``question`` field (results.json format)
 disambiguates several questions about the same clip. A shuffled file therefore scores exactly
-like an ordered one.
+like an ordered one, as long as each clip's same-type questions keep their relative order.
+
+Where they may not (several test questions share id, qa_type and question text, so only order
+tells them apart), a file in the test file's order or in a known pipeline's (:mod:`.layouts`:
+MedGRPO-Code on 2 to 16 GPUs) answers each question it was asked; any other file's answers to
+those questions are *order-only matches*, counted per task and warned about (refused by
+:meth:`~medvidbench.core.submission.ValidationReport.refuse_order_only` under ``--strict``).
 
 Every problem is collected, with its location, before anything is decided.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from medvidbench.benchmarks.medvidbench import answer_formats, layouts
+from medvidbench.benchmarks.medvidbench.entries import Entry, Source, read_entries
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
-from medvidbench.benchmarks.medvidbench.records import (
-    IGNORED_UPLOAD_FIELDS,
-    SubmissionRecord,
-    sample_id,
-    strip_video_tag,
-)
-from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, task_for_qa_type
-from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList, UsageError
-from medvidbench.core.formats import (
-    DEFAULT_MAX_BYTES,
-    check_fields,
-    decode,
-    read_bytes,
-    record_label,
-)
+from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
+from medvidbench.core.errors import InvalidSubmissionError, Problem
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
 from medvidbench.core.submission import (
     ORDER_ONLY,
     MatchedSubmission,
     TaskCoverage,
     ValidationReport,
-    answer_too_long,
 )
 
-_SUB_FILE = list[SubmissionRecord] | dict[str, SubmissionRecord]
-_SHARD_NAME = re.compile(r"_gpu\d+\.jsonl?$")
 _EXAMPLES = 5
-
-
-class _Entry(msgspec.Struct, gc=False):
-    """A submission record reduced to what matching needs."""
-
-    pos: int
-    where: str
-    sid: str
-    qa_type: str
-    text: str
-    index: int | None
-    question: str | None
-
-
-Source = str | Path | bytes
 
 
 def validate_submission(
@@ -78,20 +51,11 @@ def validate_submission(
 
     Never raises on the file's content: every problem is in ``result.report.errors``.
     """
-    parts = _parts(source, max_bytes, name)
-    name = name or ("" if isinstance(source, bytes) else _name(source))
-    # one file: its digest comes with decoding; several: the digest of them one after another
-    digest = hashlib.sha256(b"".join(d for _, d in parts)).hexdigest() if len(parts) > 1 else ""
-    report = ValidationReport(name, digest, sum(len(d) for _, d in parts), layout="")
+    report, files = read_entries(source, gt, max_bytes, name)
     predictions: list[str | None] = [None] * len(gt)
-    files: list[list[_Entry]] = []
-    for label, data in parts:
-        entries = _read(label, data, gt, report, several=len(parts) > 1)
-        if entries is None:
-            return MatchedSubmission(report, predictions)
-        files.append(entries)
-    if not report.layout:
-        report.layout = "list"
+    if files is None:
+        return MatchedSubmission(report, predictions)
+    report.layout = report.layout or "list"
     _Matcher(gt, report, predictions).run(files)
     if not gt.answers:
         _check_formats(gt, report, predictions)
@@ -118,109 +82,6 @@ def _check_formats(gt: GroundTruth, report: ValidationReport, texts: list[str | 
         )
 
 
-def _name(source: Source | Sequence[Source]) -> str:
-    if isinstance(source, str | Path):
-        return str(source)
-    return ", ".join(str(s) for s in source if not isinstance(s, bytes))
-
-
-def _parts(source: Source | Sequence[Source], max_bytes: int, name: str) -> list[tuple[str, bytes]]:
-    """The submission's files as ``(name, bytes)``: one file, several, or a folder's."""
-    if isinstance(source, bytes):
-        return [(name, source)]
-    if isinstance(source, str | Path):
-        path = Path(source)
-        if not path.is_dir():
-            return [(name or str(path), read_bytes(path, max_bytes))]
-        found = sorted(
-            (p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file()),
-            key=_natural,
-        )
-        if not found:
-            raise UsageError(f"{str(path)!r} holds no .json or .jsonl file")
-        # MedGRPO-Code's results folder holds the merged file beside the per-GPU ones
-        shards = [p for p in found if _SHARD_NAME.search(p.name)]
-        source = shards or found
-    parts = [(str(s), read_bytes(s, max_bytes)) for s in source if not isinstance(s, bytes)]
-    parts += [(f"file {i + 1}", s) for i, s in enumerate(source) if isinstance(s, bytes)]
-    total = sum(len(data) for _, data in parts)
-    if total > max_bytes:
-        raise UsageError(f"the files are {total:,} bytes, larger than the limit of {max_bytes:,}")
-    if not parts:
-        raise UsageError("no prediction file given")
-    return parts
-
-
-def _natural(path: Path) -> list[Any]:
-    """Sort key that puts ``results_gpu10.json`` after ``results_gpu9.json``."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
-
-
-def _read(
-    label: str, source: bytes, gt: GroundTruth, report: ValidationReport, several: bool
-) -> list[_Entry] | None:
-    """One file's records as entries (problems go to ``report``); None when the submission
-    cannot be matched at all."""
-    hint = "jsonl" if label.endswith(".jsonl") else "auto"
-    decoded = decode(source, _SUB_FILE, hint, what="submission", single_record_field="qa_type")
-    prefix = f"{label}: " if several else ""
-    for p in decoded.problems.items:
-        report.errors.add(Problem(p.code, prefix + p.message, p.record, p.sample_id))
-    report.records += len(decoded.records)
-    report.layout = report.layout or decoded.layout
-    report.sha256 = report.sha256 or decoded.sha256
-    report.notices += [
-        notice
-        for f in IGNORED_UPLOAD_FIELDS
-        if f'"{f}"'.encode() in source
-        and (notice := f"field {f!r} is ignored: scores always use the server's own ground truth")
-        not in report.notices
-    ]
-    if decoded.problems and not decoded.records:
-        return None
-    if _looks_like_ground_truth(decoded.records[:20], source):
-        # One clear message, not one problem per record.
-        report.errors.add(
-            Problem(
-                "ground-truth-file",
-                f"{prefix}this looks like a ground-truth file (its records carry the reference "
-                "answers in 'conversations'); submit your model's predictions",
-            )
-        )
-        return None
-    limit = len(gt) + max(1000, len(gt) // 10)
-    if report.records > limit:
-        report.errors.add(
-            Problem(
-                "too-many-records",
-                f"the submission has {report.records:,} records; the test set has "
-                f"{len(gt):,} samples",
-            )
-        )
-        return None
-    return [
-        e
-        for i, rec in enumerate(decoded.records)
-        if (e := _entry(i, rec, prefix + record_label(decoded, i), decoded.typed, report.errors))
-    ]
-
-
-def _looks_like_ground_truth(head: list[Any], source: bytes) -> bool:
-    """Records that hold reference answers (``conversations``) and no prediction: someone
-    uploaded the test set itself."""
-    if not head or b'"conversations"' not in source[: 1 << 20]:
-        return False
-
-    def answerless(rec: Any) -> bool:
-        if isinstance(rec, dict):
-            return "conversations" in rec and not {"prediction", "answer", "response"} & rec.keys()
-        return isinstance(rec, SubmissionRecord) and all(
-            getattr(rec, f) is msgspec.UNSET for f in ("prediction", "answer", "response")
-        )
-
-    return all(answerless(rec) for rec in head)
-
-
 def load_submission(
     source: str | Path | bytes, gt: GroundTruth, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
 ) -> MatchedSubmission:
@@ -235,127 +96,6 @@ def load_submission(
     return result
 
 
-def _entry(i: int, rec: Any, where: str, typed: bool, errors: ProblemList) -> _Entry | None:
-    if rec is None:  # a JSONL line that was not JSON; already reported
-        return None
-    if not typed:
-        if not isinstance(rec, dict):
-            errors.add(
-                Problem("wrong-type", f"{where}: expected an object, got {type(rec).__name__}", i)
-            )
-            return None
-        found = _check_generic(rec, where, i)
-        for p in found:
-            errors.add(p)
-        if found:
-            return None
-        try:
-            rec = msgspec.convert(rec, SubmissionRecord)
-        except msgspec.ValidationError as exc:
-            errors.add(Problem("wrong-type", f"{where}: {exc}", i))
-            return None
-    return _semantic(i, rec, where, errors)
-
-
-def _check_generic(rec: dict[str, Any], where: str, i: int) -> list[Problem]:
-    sid = rec.get("id") if isinstance(rec.get("id"), str) else None
-    label = f"{where} (id {sid!r})" if sid else where
-    optional: dict[str, tuple[type, ...]] = {
-        "id": (str,),
-        "index": (int,),
-        "question": (str,),
-        "metadata": (dict,),
-        "prediction": (str,),
-        "answer": (str,),
-        "response": (str,),
-    }
-    found = check_fields(rec, label, {"qa_type": (str,)}, optional, i, sid)
-    if not any(k in rec for k in ("prediction", "answer", "response")):
-        found.append(
-            Problem(
-                "missing-field",
-                f"{label}: missing field 'prediction' (or 'answer' in the results.json format)",
-                i,
-                sid,
-            )
-        )
-    meta = rec.get("metadata")
-    if "id" not in rec and not isinstance(meta, dict):
-        found.append(
-            Problem(
-                "missing-field",
-                f"{label}: missing field 'id' (or 'metadata' in the results.json format)",
-                i,
-                sid,
-            )
-        )
-    if "id" not in rec and isinstance(meta, dict):
-        fields = ("video_id", "fps", "input_video_start_frame", "input_video_end_frame")
-        found += check_fields(
-            meta, f"{label}, metadata", {k: (str, int, float) for k in fields}, record=i, sid=sid
-        )
-    return found
-
-
-def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) -> _Entry | None:
-    if isinstance(rec.id, str):
-        sid = rec.id
-    elif isinstance(rec.metadata, msgspec.Struct):
-        m = rec.metadata
-        sid = sample_id(m.video_id, m.input_video_start_frame, m.input_video_end_frame, m.fps)
-    else:
-        sid = ""
-    label = f"{where} (id {sid!r})" if sid else where
-    start = len(errors)
-    text = next((t for t in (rec.prediction, rec.answer, rec.response) if isinstance(t, str)), None)
-    if text is None:
-        errors.add(
-            Problem(
-                "missing-field",
-                f"{label}: missing field 'prediction' (or 'answer' in the results.json format)",
-                i,
-                sid or None,
-            )
-        )
-    elif (too_long := answer_too_long(text, label, i, sid or None)) is not None:
-        errors.add(too_long)
-    if not sid:
-        errors.add(
-            Problem(
-                "missing-field",
-                f"{label}: missing field 'id' (or 'metadata' in the results.json format)",
-                i,
-            )
-        )
-    if task_for_qa_type(rec.qa_type) is None:
-        errors.add(
-            Problem(
-                "unknown-qa-type",
-                f"{label}: unknown qa_type {rec.qa_type!r}; "
-                f"expected one of {', '.join(TASKS)} (with a "
-                "variant suffix such as _gpt where the test set "
-                "has one)",
-                i,
-                sid or None,
-            )
-        )
-    index = rec.index if isinstance(rec.index, int) else None
-    if index is not None and index < 0:
-        errors.add(
-            Problem(
-                "bad-index",
-                f"{label}: expected 'index' to be 0 or more, got {index}",
-                i,
-                sid or None,
-            )
-        )
-    if len(errors) > start:
-        return None
-    question = strip_video_tag(rec.question) if isinstance(rec.question, str) else None
-    assert isinstance(text, str)
-    return _Entry(i, label, sid, rec.qa_type, text, index, question)
-
-
 class _Matcher:
     """Assigns entries to test samples and records coverage in the report."""
 
@@ -365,7 +105,7 @@ class _Matcher:
         self.order_only: dict[str, int] = {}  # task -> predictions matched by order alone
         self.order_only_types: dict[str, list[str]] = {}
 
-    def run(self, files: list[list[_Entry]]) -> None:
+    def run(self, files: list[list[Entry]]) -> None:
         entries = [e for f in files for e in f]
         if not self.report.errors and all(e.index is None for e in entries):
             order = self._layout(files)
@@ -383,7 +123,7 @@ class _Matcher:
                 self._by_identity(e)
         self._coverage()
 
-    def _layout(self, files: list[list[_Entry]]) -> list[int] | None:
+    def _layout(self, files: list[list[Entry]]) -> list[int] | None:
         """The test questions the records answer, one for one, when the files are in the test
         file's order or a known pipeline's (:mod:`.layouts`); else None."""
         gt, samples = self.gt, self.gt.samples
@@ -400,7 +140,7 @@ class _Matcher:
             qa_types = [samples[i].qa_type for i in indices]
         same = self._same
 
-        def fits(entries: list[_Entry], order: Iterable[int]) -> bool:
+        def fits(entries: list[Entry], order: Iterable[int]) -> bool:
             return all(same(e, samples[i]) for e, i in zip(entries, order, strict=False))
 
         if len(files) == 1:
@@ -426,7 +166,7 @@ class _Matcher:
         shares = {g: layouts.gpu_share(indices, qa_types, len(files), g) for g in gpus}
         return [i for g in gpus for i in shares[g]]
 
-    def _same(self, e: _Entry, s: Any) -> bool:
+    def _same(self, e: Entry, s: Any) -> bool:
         """Whether record ``e`` can be the answer to test question ``s``."""
         return (
             e.sid == s.sample_id
@@ -438,7 +178,7 @@ class _Matcher:
         self.report.restored = line
         self.report.notices.append(line)
 
-    def _claim(self, e: _Entry, target: int) -> None:
+    def _claim(self, e: Entry, target: int) -> None:
         if target in self.taken:
             s = self.gt.samples[target]
             self.report.errors.add(
@@ -455,7 +195,7 @@ class _Matcher:
         self.taken[target] = e.pos
         self.out[target] = e.text
 
-    def _by_index(self, e: _Entry) -> None:
+    def _by_index(self, e: Entry) -> None:
         assert e.index is not None
         if e.index >= len(self.gt):
             self.report.errors.add(
@@ -488,7 +228,7 @@ class _Matcher:
         variants = self.gt.variants_by_task.get((sid, qa_type), []) if qa_type in TASKS else []
         return variants[0] if len(variants) == 1 else None
 
-    def _by_identity(self, e: _Entry) -> None:
+    def _by_identity(self, e: Entry) -> None:
         qa_type = self._resolve(e.sid, e.qa_type)
         members = self.gt.groups.get((e.sid, qa_type)) if qa_type else None
         if not members:
@@ -523,7 +263,7 @@ class _Matcher:
                 seen.append(self.gt.samples[target].qa_type)
         self._claim(e, target)
 
-    def _unmatched_message(self, e: _Entry) -> str:
+    def _unmatched_message(self, e: Entry) -> str:
         variants = self.gt.variants_by_task.get((e.sid, e.qa_type), [])
         if e.qa_type in TASKS and len(variants) > 1:
             return (
