@@ -289,7 +289,8 @@ def _warn_indistinguishable(gt: GroundTruth) -> None:
                 Problem(
                     "indistinguishable-samples",
                     f"{repeated} samples with id {sid!r} and qa_type {qa_type!r} share the same "
-                    "question; predictions for them are matched by order of occurrence",
+                    "question; only order (or an 'index' field in each prediction) tells their "
+                    "answers apart",
                     members[0],
                     sid,
                 )
