@@ -111,17 +111,58 @@ def synth(
         print(f"{name:>13}  {path}")
 
 
+Predictions = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Prediction file (.json or .jsonl; '-' reads standard input); several files or a "
+        "folder make one submission (the per-GPU files of one MedGRPO-Code run, say)."
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse predictions matched to their question by order alone (several identical "
+        "questions, no 'index', and no known pipeline order).",
+    ),
+]
+
+
+def _validate(bench: Any, predictions: list[Path], gt: Any, *limit: int) -> Any:
+    """The benchmark's validation of one file, several files or a folder."""
+    if len(predictions) == 1:
+        source, name = read_input(predictions[0], *limit)
+        return bench.validate_submission(source, gt, *limit, name=name)
+    if any(str(p) == "-" for p in predictions):
+        raise UsageError("'-' (standard input) can only be the one prediction file")
+    try:
+        return bench.validate_submission(predictions, gt, *limit)
+    except TypeError:  # a benchmark that reads one file (or a folder) only
+        raise UsageError(
+            f"benchmark {bench.slug!r} reads one prediction file or a folder, not several files"
+        ) from None
+
+
 @app.command()
 @friendly
 def validate(
-    predictions: Annotated[
-        Path, typer.Argument(help="Prediction file (.json or .jsonl); '-' reads standard input.")
-    ],
-    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    predictions: Predictions,
+    ground_truth: Annotated[
+        Path | None, typer.Option("--ground-truth", help="Ground-truth file.")
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help="The public questions file (the test file without answers), instead of "
+            "--ground-truth: checks coverage, ids, qa_types, answer formats and order.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     require_complete: Annotated[
         bool, typer.Option(help="Exit non-zero for a partial submission too.")
     ] = False,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Check a prediction file the way the leaderboard server does, offline.
@@ -133,9 +174,17 @@ def validate(
     from medvidbench.cli.terminal import print_validation
 
     bench = benchmarks.get(benchmark)
-    gt = bench.load_ground_truth(ground_truth)
-    source, name = read_input(predictions)
-    report = bench.validate_submission(source, gt, name=name).report
+    if (ground_truth is None) == (questions is None):
+        raise UsageError("give either --ground-truth or --questions")
+    if questions is not None:
+        if bench.load_questions is None:
+            raise UsageError(f"benchmark {bench.slug!r} has no questions file to validate against")
+        gt = bench.load_questions(questions)
+    else:
+        gt = bench.load_ground_truth(ground_truth)
+    report = _validate(bench, predictions, gt).report
+    if strict:
+        report.refuse_order_only()
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -147,9 +196,7 @@ def validate(
 @app.command()
 @friendly
 def evaluate(
-    predictions: Annotated[
-        Path, typer.Argument(help="Prediction file (.json or .jsonl); '-' reads standard input.")
-    ],
+    predictions: Predictions,
     ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
     profile: Annotated[
         str | None,
@@ -209,6 +256,7 @@ def evaluate(
         int, typer.Option(min=100, max=100_000, help="Bootstrap replicates for --ci.")
     ] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed for --ci.")] = 0,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Score a prediction file, offline.
@@ -226,14 +274,21 @@ def evaluate(
     limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth, limit)
-    source, name = read_input(predictions, limit)
-    matched = bench.validate_submission(source, gt, limit, name=name)
-    if not matched.report.ok:
-        from medvidbench.cli.terminal import print_validation
+    matched = _validate(bench, predictions, gt, limit)
+    if strict:
+        matched.report.refuse_order_only()
+    from medvidbench.cli.terminal import (
+        count_bar,
+        print_report,
+        print_validation,
+        print_warnings,
+        progress_bar,
+    )
 
+    if not matched.report.ok:
         print_validation(matched.report, err)
         raise typer.Exit(ExitCode.INVALID_FILE)
-    from medvidbench.cli.terminal import count_bar, print_report, progress_bar
+    print_warnings(matched.report, err)
 
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     with (

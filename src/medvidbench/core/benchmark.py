@@ -165,6 +165,9 @@ class Benchmark:
             :class:`~medvidbench.core.errors.InvalidGroundTruthError` listing every problem.
         validate_submission: ``(path or bytes, test set, max_bytes, name) -> MatchedSubmission``;
             never raises on the file's content.
+        load_questions: ``(path or bytes, max_bytes) -> test set`` from the public questions
+            file (no answers): it validates a submission, never scores one; None when the
+            benchmark has no such file.
         scorers: ``() -> {task: Scorer}`` for the rule-based tasks.
         judged_scorers: ``() -> {task: JudgedScorer}`` for tasks (or parts) an LLM judge scores.
         embedder: ``() -> Embedder``, the sentence embedder its scorers use, prepared (None: the
@@ -212,6 +215,7 @@ class Benchmark:
     load_ground_truth: Callable[..., Any]
     validate_submission: Callable[..., MatchedSubmission]
     scorers: Callable[[], Mapping[str, Scorer]]
+    load_questions: Callable[..., Any] | None = None
     judged_scorers: Callable[[], Mapping[str, JudgedScorer]] = dict
     embedder: Callable[[], Embedder] | None = None
     rubric: Rubric | None = None

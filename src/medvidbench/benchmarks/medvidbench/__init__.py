@@ -75,6 +75,7 @@ BENCHMARK = Benchmark(
     profiles=(LEADERBOARD_V1, STRICT_V2),
     load_ground_truth=lazy(f"{__name__}.groundtruth:load_ground_truth"),
     validate_submission=lazy(f"{__name__}.matching:validate_submission"),
+    load_questions=lazy(f"{__name__}.groundtruth:load_questions"),
     scorers=lazy(f"{__name__}.tasks:rule_based_scorers"),
     judged_scorers=lazy(f"{__name__}.tasks.captions:judged_scorers"),
     embedder=lazy(f"{__name__}.tasks.nap:prepared_embedder"),
