@@ -32,7 +32,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src"), str(ROOT)])}
     env.pop("MEDVIDBENCH_BENCHMARK", None)
     env["COLUMNS"] = "200"  # one table row per line
     return subprocess.run(
@@ -85,8 +85,8 @@ def test_discovery_is_cached_and_the_cache_follows_sys_path(
 
 def test_offline_evaluation_through_the_library(installed: Path, tmp_path: Path) -> None:
     tally = benchmarks.get("tallybench")
-    assert tally.synthesise is not None
-    files = tally.synthesise(tmp_path / "set", 30, 1)
+    assert tally.demo is not None
+    files = tally.demo.synthesise(tmp_path / "set", 30, 1)
     exact = evaluate(files["predictions_exact"], files["ground_truth"], benchmark="tallybench")
     sloppy = evaluate(files["predictions_sloppy"], files["ground_truth"], benchmark=tally)
     assert exact.benchmark == "tallybench" and exact.profile == "tally-v1"
@@ -129,8 +129,8 @@ def test_a_metric_the_definition_does_not_declare_is_an_error_not_a_silent_drop(
             return TaskResult("present", {"present_acc": 1.0, "present_f1": 1.0}, {}, {})
 
     broken = dataclasses.replace(tally, scorers=lambda: {"present": Extra()})
-    assert tally.synthesise is not None
-    files = tally.synthesise(tmp_path / "set", 5, 0)
+    assert tally.demo is not None
+    files = tally.demo.synthesise(tmp_path / "set", 5, 0)
     with pytest.raises(ValueError, match="does not declare: present_f1"):
         evaluate(files["predictions_exact"], files["ground_truth"], benchmark=broken)
 

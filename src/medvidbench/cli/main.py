@@ -95,9 +95,9 @@ def synth(
     from medvidbench import benchmarks
 
     bench = benchmarks.get(benchmark)
-    if bench.synthesise is None:
+    if bench.demo is None:
         raise UsageError(f"benchmark {bench.slug!r} has no synthetic generator")
-    written = bench.synthesise(out_dir, samples, seed)
+    written = bench.demo.synthesise(out_dir, samples, seed)
     for name, path in written.items():
         print(f"{name:>13}  {path}")
 
