@@ -46,7 +46,7 @@ def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_both_benchmarks_are_discovered_through_the_entry_point_group(installed: Path) -> None:
-    assert benchmarks.slugs() == ["medsg", "medvidbench", "tallybench"]
+    assert benchmarks.slugs() == ["mcqa-demo", "medsg", "medvidbench", "tallybench"]
     tally = benchmarks.get("tallybench")
     assert tally.title == "TallyBench" and tally.scorer_version == "0.1.0"
     assert benchmarks.get("medvidbench").scorer_version != tally.scorer_version
@@ -62,7 +62,9 @@ def test_the_default_is_the_only_benchmark_or_the_configured_one(
 
 
 def test_an_unknown_slug_names_the_installed_benchmarks(installed: Path) -> None:
-    with pytest.raises(UsageError, match="installed benchmarks: medsg, medvidbench, tallybench"):
+    with pytest.raises(
+        UsageError, match="installed benchmarks: mcqa-demo, medsg, medvidbench, tallybench"
+    ):
         benchmarks.get("spinebench")
 
 

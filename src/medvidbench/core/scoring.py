@@ -186,6 +186,12 @@ class JudgedScorer(ABC, Generic[ItemT]):
 
         return sample_means(results, self.metric_keys)
 
+    def compute(self, results: list[SampleResult], profile: Profile) -> dict[str, float | None]:
+        """As :meth:`TaskScorer.compute`: each metric from its per-sample sums."""
+        from medvidbench.core.statistics import point_values
+
+        return point_values(self.linearise(results, profile), self.metric_keys)
+
     def similarity(
         self, samples: Sequence[ItemT], texts: Sequence[str], ctx: Context
     ) -> float | None:
