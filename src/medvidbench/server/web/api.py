@@ -88,7 +88,7 @@ def metrics(rt: Rt, slug: str | None = None) -> dict[str, Any]:
         "scorer_version": bench.scorer_version,
         "metrics": [{**asdict(m), "group": bench.group_of(m)} for m in bench.metrics],
         "tasks": [asdict(t) for t in bench.tasks],
-        "profiles": [asdict(p) for p in bench.profiles],
+        "profiles": [{**asdict(p), "variants": dict(p.variants)} for p in bench.profiles],
     }
 
 
