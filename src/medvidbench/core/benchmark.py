@@ -19,8 +19,17 @@ from functools import cache, cached_property
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol
 
-# TypeVar defaults (PEP 696): a bare ``Benchmark`` or ``TestSet`` means "of any item"
-from typing_extensions import TypeVar
+if TYPE_CHECKING:
+    # TypeVar defaults (PEP 696): a bare ``Benchmark`` or ``TestSet`` means "of any item"
+    from typing_extensions import TypeVar
+else:
+    from typing import TypeVar as _TypeVar
+
+    def TypeVar(name: str, *args: Any, default: Any = None, **kwargs: Any) -> Any:
+        """:class:`typing.TypeVar` without the ``default`` Python 3.11 lacks (it matters only
+        to the type checker), so that importing the kernel does not import typing_extensions."""
+        return _TypeVar(name, *args, **kwargs)
+
 
 from medvidbench.core.errors import UsageError
 

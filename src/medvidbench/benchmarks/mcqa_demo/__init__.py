@@ -13,6 +13,7 @@ loaders, scorers and generator are imported on first use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from medvidbench.core.benchmark import (
@@ -23,11 +24,15 @@ from medvidbench.core.benchmark import (
     Profile,
     Task,
     TestSetFunctions,
-    lazy,
 )
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
-    from medvidbench.benchmarks.mcqa_demo.testset import Question
+    from pathlib import Path
+
+    from medvidbench.benchmarks.mcqa_demo.testset import Question, QuestionSet
+    from medvidbench.core.scoring import TaskScorer
+    from medvidbench.core.submission import MatchedSubmission
 
 # Kept in step with .synth.ARCHETYPES (a test checks), so that listing benchmarks stays cheap.
 ARCHETYPES = ("perfect", "strong", "verbose", "guesser", "garbage")
@@ -63,6 +68,35 @@ a gap between them measures formatting, not knowledge. The average rank uses fle
 
 There is no training split: the test set is the whole benchmark."""
 
+
+# The loaders and scorers, imported on first use; written out (not ``lazy``) so that mypy checks
+# each against the kernel's types.
+def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> QuestionSet:
+    from medvidbench.benchmarks.mcqa_demo.testset import load_ground_truth
+
+    return load_ground_truth(source, max_bytes)
+
+
+def _match(
+    source: str | Path | bytes, gt: QuestionSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    from medvidbench.benchmarks.mcqa_demo.submission import validate_submission
+
+    return validate_submission(source, gt, max_bytes, name)
+
+
+def _scorers() -> Mapping[str, TaskScorer[Question]]:
+    from medvidbench.benchmarks.mcqa_demo.scoring import scorers
+
+    return scorers()
+
+
+def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    from medvidbench.benchmarks.mcqa_demo.synth import write_synthetic
+
+    return write_synthetic(out_dir, samples, seed)
+
+
 BENCHMARK: Benchmark[Question] = Benchmark(
     slug="mcqa-demo",
     title="MCQA-Demo",
@@ -77,13 +111,10 @@ BENCHMARK: Benchmark[Question] = Benchmark(
             "side by side; exact letter comparison.",
         ),
     ),
-    testset=TestSetFunctions(
-        load=lazy(f"{__name__}.testset:load_ground_truth"),
-        match=lazy(f"{__name__}.submission:validate_submission"),
-    ),
-    scorers=lazy(f"{__name__}.scoring:scorers"),
+    testset=TestSetFunctions(load=_load, match=_match),
+    scorers=_scorers,
     labels="public",
-    demo=DemoData(synthesise=lazy(f"{__name__}.synth:write_synthetic"), archetypes=ARCHETYPES),
+    demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),
     presentation=Presentation(
         about=ABOUT,
         identity="A prediction names its question by the question's id.",
