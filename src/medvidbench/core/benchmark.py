@@ -1,4 +1,11 @@
-"""What a benchmark is: its metrics, profiles, tasks and loaders, declared in one object.
+"""What a benchmark is: a small typed kernel and optional, typed capabilities.
+
+The kernel (:class:`Benchmark`) says what every benchmark must: its slug, versions, tasks,
+metrics, profiles (named variants of its named :class:`Rule` s), how its test set is read and a
+prediction file matched (:class:`TestSetFormat`), and its scorers
+(:class:`~medvidbench.core.scoring.TaskScorer`). Everything else is a capability a benchmark
+may have: :class:`Presentation`, :class:`Uncertainty`, :class:`JudgedScoring`,
+:class:`DemoData`, rewards and :class:`Importer` s.
 
 Every benchmark the package hosts, MedVidBench included, is a :class:`Benchmark` published
 through the ``medvidbench.benchmarks`` entry-point group (see :mod:`medvidbench.benchmarks`).
@@ -19,6 +26,14 @@ from functools import cache, cached_property
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol
 
+from medvidbench.core.capabilities import (
+    DemoData as DemoData,  # re-exported: a definition imports everything from here
+)
+from medvidbench.core.capabilities import JudgedScoring as JudgedScoring
+from medvidbench.core.capabilities import Presentation as Presentation
+from medvidbench.core.capabilities import Uncertainty as Uncertainty
+from medvidbench.core.errors import UsageError
+
 if TYPE_CHECKING:
     # TypeVar defaults (PEP 696): a bare ``Benchmark`` or ``TestSet`` means "of any item"
     from typing_extensions import TypeVar
@@ -31,16 +46,12 @@ else:
         return _TypeVar(name, *args, **kwargs)
 
 
-from medvidbench.core.errors import UsageError
-
 if TYPE_CHECKING:
     from pathlib import Path
 
     from medvidbench.core.embeddings import Embedder
-    from medvidbench.core.judge.rubric import Rubric
     from medvidbench.core.rewards import RewardSpec
-    from medvidbench.core.scoring import JudgedScorer, SampleResult, TaskScorer
-    from medvidbench.core.statistics import Ratio
+    from medvidbench.core.scoring import JudgedScorer, TaskScorer
     from medvidbench.core.submission import MatchedSubmission
 
 Scale = Literal["0-1", "1-5", "percent"]
@@ -301,89 +312,6 @@ class Importer(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Presentation:
-    """What pages, the API and the submit form show about a benchmark (all optional).
-
-    Attributes:
-        about: The About page's text (plain paragraphs separated by blank lines).
-        identity: How a prediction finds its test item (for the docs and the About page).
-        submission_format: One sentence on the prediction file, for the submit page.
-        submission_example: A short example prediction file (JSON), shown on the submit page.
-        citation: BibTeX, or "".
-        links: Display name to URL (paper, dataset, code).
-        licence: The licence of the benchmark's data.
-        reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
-            results shown as reported rows.
-        item_drawing: ``(item, SampleResult | None) -> {"width", "height", "truth",
-            "predicted", ...}``: the boxes a public-label benchmark's item browser draws
-            (None: no drawing).
-    """
-
-    about: str = ""
-    identity: str = ""
-    submission_format: str = "a JSON file of predictions."
-    submission_example: str = ""
-    citation: str = ""
-    links: Mapping[str, str] = field(default_factory=dict)
-    licence: str = ""
-    reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple
-    item_drawing: Callable[[Any, SampleResult | None], dict[str, Any] | None] | None = None
-
-
-def _each_item(item: TestItem) -> str:
-    return str(item.index)
-
-
-@dataclass(frozen=True, slots=True)
-class Uncertainty:
-    """How bootstrap intervals resample a benchmark's test set.
-
-    Attributes:
-        cluster_of: ``(item) -> cluster id``: the test items a bootstrap resamples together
-            (MedVidBench: every question about one source video); default: each item alone.
-        cluster_rule: One sentence naming that rule, stamped on every interval.
-        derived_formulas: ``(metric formulas) -> more formulas``: the derived metrics as ratios
-            of sums (:mod:`medvidbench.core.statistics`), so they get intervals too.
-    """
-
-    cluster_of: Callable[[Any], str] = _each_item
-    cluster_rule: str = "each test item on its own"
-    derived_formulas: Callable[[dict[str, list[Ratio]]], dict[str, list[Ratio]]] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DemoData:
-    """A synthetic demo test set and model answers, for a first run and for tests.
-
-    Attributes:
-        synthesise: ``(out_dir, samples, seed) -> {name: path}``: the test set
-            (``ground_truth``) and one prediction file per archetype
-            (``predictions_<archetype>``).
-        archetypes: The model archetypes it writes, in display order.
-    """
-
-    synthesise: Callable[[Path, int | None, int], dict[str, Path]]
-    archetypes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class JudgedScoring:
-    """The tasks (or parts of tasks) an LLM judge scores.
-
-    Attributes:
-        scorers: ``() -> {task: JudgedScorer}``.
-        rubric: What the judge is asked (its version is part of the judge's configuration id).
-    """
-
-    scorers: Callable[[], Mapping[str, JudgedScorer[Any]]]
-    rubric: Rubric
-
-
-def _no_judged_scorers() -> Mapping[str, JudgedScorer[Any]]:
-    return {}
-
-
 @dataclass(frozen=True)
 class Benchmark(Generic[ItemT]):
     """Everything the evaluator, server and command line know about one benchmark: a small
@@ -489,7 +417,7 @@ class Benchmark(Generic[ItemT]):
 
     def judged_scorers(self) -> Mapping[str, JudgedScorer[Any]]:
         """The judged scorers by task (none without the judged-scoring capability)."""
-        return self.judging.scorers() if self.judging is not None else _no_judged_scorers()
+        return self.judging.scorers() if self.judging is not None else {}
 
     def load_ground_truth(
         self, source: str | Path | bytes, max_bytes: int | None = None
