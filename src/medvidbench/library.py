@@ -106,4 +106,4 @@ def judge_from_settings(
     from medvidbench.core.judge.client import judge_from_settings as build
 
     bench = _resolve(benchmark)
-    return build(bench.rubric.version if bench.rubric else "", model, cache)
+    return build(bench.judging.rubric.version if bench.judging else "", model, cache)

@@ -69,7 +69,8 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
     with live_server(data, env=env) as live:
         # the front page lists both; each benchmark has its own pages
         home = httpx.get(live.url + "/").text
-        assert all(f"/b/{slug}/" in home for slug in ("medsg", "medvidbench", "tallybench"))
+        slugs = ("mcqa-demo", "medsg", "medvidbench", "tallybench")
+        assert all(f"/b/{slug}/" in home for slug in slugs)
         about = httpx.get(live.url + "/b/tallybench/about")
         assert about.status_code == 200
         assert "TallyBench counts objects" in about.text and "lower" in about.text
@@ -122,7 +123,7 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
         )
         assert (
             wrong.status_code == 404
-            and "hosted: medsg, medvidbench, tallybench" in wrong.json()["message"]
+            and "hosted: mcqa-demo, medsg, medvidbench, tallybench" in wrong.json()["message"]
         )
 
     bad = tmp_path / "bad.json"

@@ -104,9 +104,9 @@ def synth(
     from medvidbench import benchmarks
 
     bench = benchmarks.get(benchmark)
-    if bench.synthesise is None:
+    if bench.demo is None:
         raise UsageError(f"benchmark {bench.slug!r} has no synthetic generator")
-    written = bench.synthesise(out_dir, samples, seed)
+    written = bench.demo.synthesise(out_dir, samples, seed)
     for name, path in written.items():
         print(f"{name:>13}  {path}")
 
@@ -177,10 +177,8 @@ def validate(
     if (ground_truth is None) == (questions is None):
         raise UsageError("give either --ground-truth or --questions")
     if questions is not None:
-        if bench.load_questions is None:
-            raise UsageError(f"benchmark {bench.slug!r} has no questions file to validate against")
         gt = bench.load_questions(questions)
-    else:
+    elif ground_truth is not None:
         gt = bench.load_ground_truth(ground_truth)
     report = _validate(bench, predictions, gt).report
     if strict:

@@ -383,8 +383,3 @@ def _invalid(filename: str, message: str) -> InvalidSubmissionError:
 IMPORTERS: dict[str, LmmsEvalImporter | VlmEvalKitImporter] = {
     i.name: i for i in (LmmsEvalImporter(), VlmEvalKitImporter())
 }
-
-
-def importers() -> Mapping[str, LmmsEvalImporter | VlmEvalKitImporter]:
-    """:data:`IMPORTERS` (the definition's lazily imported capability)."""
-    return IMPORTERS

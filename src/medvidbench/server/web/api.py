@@ -72,14 +72,14 @@ def benchmarks(rt: Rt) -> list[dict[str, Any]]:
 def benchmark(rt: Rt, slug: str) -> dict[str, Any]:
     """One benchmark: its definition's metadata and its current test set."""
     found = next(h for h in catalogue.hosted(rt) if h.slug == _definition(rt, slug).slug)
-    d = found.definition
+    shown = found.definition.presentation
     return {
         **found.summary(),
-        "about": d.about,
-        "identity": d.identity,
-        "citation": d.citation,
-        "links": dict(d.links),
-        "licence": d.licence,
+        "about": shown.about,
+        "identity": shown.identity,
+        "citation": shown.citation,
+        "links": dict(shown.links),
+        "licence": shown.licence,
         **metrics(rt, slug),
     }
 
@@ -92,7 +92,7 @@ def metrics(rt: Rt, slug: str | None = None) -> dict[str, Any]:
         "scorer_version": bench.scorer_version,
         "metrics": [{**asdict(m), "group": bench.group_of(m)} for m in bench.metrics],
         "tasks": [asdict(t) for t in bench.tasks],
-        "profiles": [asdict(p) for p in bench.profiles],
+        "profiles": [{**asdict(p), "variants": dict(p.variants)} for p in bench.profiles],
     }
 
 
