@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from medvidbench import __version__
+from medvidbench.cli import consoles
 from medvidbench.core.errors import MedVidBenchError, UsageError
 
 if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
@@ -37,7 +37,7 @@ app = typer.Typer(
 )
 # soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
 # printed for the reader to copy (serve's banner) stays whole.
-err = Console(stderr=True, soft_wrap=True)
+err = consoles.console(stderr=True, soft_wrap=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -68,8 +68,17 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    no_color: Annotated[
+        bool,
+        typer.Option(
+            "--no-color",
+            help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
+    if no_color:
+        consoles.use_plain_output(err)
 
 
 # --- shared options ---------------------------------------------------------------------------

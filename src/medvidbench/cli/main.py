@@ -9,7 +9,7 @@ traceback.
 
 from __future__ import annotations
 
-from medvidbench.cli import offline, rewards, server
+from medvidbench.cli import bridges, offline, rewards, server
 from medvidbench.cli.app import app
 
 __all__ = ["app", "main"]
@@ -18,6 +18,8 @@ __all__ = ["app", "main"]
 app.command()(offline.synth)
 app.command()(offline.validate)
 app.command()(offline.evaluate)
+app.command("import")(bridges.import_)
+app.command("export-task")(bridges.export_task)
 app.command()(server.worker)
 app.command()(server.rescore)
 app.command()(server.export)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
-from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TestSet
+from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
@@ -158,7 +158,8 @@ def evaluate(
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
     ctx.options = {**ctx.options, **matched.options, **(options or {})}
     results: list[TaskResult] = []
-    scored_by: list[Any] = []  # the scorer of each result (its linearisation, for intervals)
+    # the scorer of each result (its linearisation, for intervals)
+    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]] = []
     per_task: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
     for n, task in enumerate(selected, start=1):
@@ -234,29 +235,25 @@ def _statistics(
     benchmark: Benchmark,
     gt: TestSet,
     results: list[TaskResult],
-    scored_by: list[Any],
+    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]],
     rules: Profile,
     metrics: Mapping[str, float | None],
     replicates: int,
     seed: int,
 ) -> dict[str, Any]:
     """Every computed metric's bootstrap interval, clusters per the benchmark's rule."""
-    from medvidbench.core.statistics import Design, bootstrap, sample_means
+    from medvidbench.core.statistics import Design, bootstrap
 
-    parts = []
-    for scorer, result in zip(scored_by, results, strict=True):
-        linearise = getattr(scorer, "linearise", None)
-        parts.append(
-            linearise(result.samples, rules)
-            if linearise is not None
-            else sample_means(result.samples, tuple(result.metrics))
-        )
-    cluster = benchmark.cluster_of or (lambda item: str(item.index))
-    design = Design.build(parts, [cluster(item) for item in gt.samples])
-    if benchmark.derived_formulas is not None:
-        design.formulas.update(benchmark.derived_formulas(dict(design.formulas)))
+    parts = [
+        scorer.linearise(result.samples, rules)
+        for scorer, result in zip(scored_by, results, strict=True)
+    ]
+    uncertainty = benchmark.uncertainty
+    design = Design.build(parts, [uncertainty.cluster_of(item) for item in gt.samples])
+    if uncertainty.derived_formulas is not None:
+        design.formulas.update(uncertainty.derived_formulas(dict(design.formulas)))
     keys = [k for k in benchmark.metric_keys if metrics.get(k) is not None and k in design.formulas]
-    return bootstrap(design, keys, benchmark.cluster_rule, replicates, seed).to_dict(
+    return bootstrap(design, keys, uncertainty.cluster_rule, replicates, seed).to_dict(
         with_replicates=True
     )
 
@@ -269,7 +266,7 @@ def _inputs(
 
 
 def _similarity(
-    judged_scorers: Mapping[str, JudgedScorer],
+    judged_scorers: Mapping[str, JudgedScorer[Any]],
     selected: list[str],
     gt: TestSet,
     matched: MatchedSubmission,
@@ -280,21 +277,19 @@ def _similarity(
     ``similarity_about``)."""
     out: dict[str, Any] = {}
     for task, scorer in judged_scorers.items():
-        key = getattr(scorer, "similarity_key", None)
+        key = scorer.similarity_key
         if key is None:
             continue
-        out.setdefault("about", getattr(scorer, "similarity_about", ""))
+        out.setdefault("about", scorer.similarity_about)
         complete = task in selected and matched.report.coverage[task].status == "complete"
         out[key] = (
-            scorer.similarity(*_inputs(task, gt, matched, by_task), ctx)  # type: ignore[attr-defined]
-            if complete
-            else None
+            scorer.similarity(*_inputs(task, gt, matched, by_task), ctx) if complete else None
         )
     return out
 
 
 def _start_judging(
-    scorers: list[JudgedScorer],
+    scorers: list[JudgedScorer[Any]],
     gt: TestSet,
     matched: MatchedSubmission,
     by_task: dict[str, list[int]],

@@ -303,11 +303,7 @@ class Rewarder:
             idx = np.asarray(members)
             if reward.score is not None:
                 scorer = bench.scorers()[task]
-                parsed = scorer.parse_all(items, batch, profile, ctx)  # type: ignore[attr-defined]
-                results = [
-                    scorer.score_sample(p, it, profile)  # type: ignore[attr-defined]
-                    for p, it in zip(parsed, items, strict=True)
-                ]
+                results = scorer.score_all(items, batch, profile, ctx)
                 terms[SCORE][idx] = [reward.score(r) for r in results]
                 terms["format"][idx] = [float(r.parsed) for r in results]
             else:
