@@ -89,9 +89,9 @@ def part_board(folder: Path, entries: int, runs: int) -> None:
     from medvidbench.core.config import Settings
     from medvidbench.server.runtime import Runtime
     from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.services.board_cache import bump
     from medvidbench.server.services.boards import board_rows
     from medvidbench.server.services.catalogue import load_benchmark
+    from medvidbench.server.store.board_cache import bump
     from medvidbench.server.store.db import transaction, upgrade
 
     files = write_synthetic(folder / "synth", samples=600, seed=0, archetypes=("strong",))

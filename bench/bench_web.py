@@ -43,7 +43,7 @@ def main() -> None:
     from medvidbench.core.config import Settings
     from medvidbench.server.runtime import Runtime
     from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.services.catalogue import bootstrap
+    from medvidbench.server.services.catalogue import seed_test_sets
     from medvidbench.server.services.entries import add_reported
     from medvidbench.server.store.db import transaction, upgrade
 
@@ -51,7 +51,7 @@ def main() -> None:
         data = Path(tmp) / "data"
         runtime = Runtime(Settings(data_dir=data))
         upgrade(runtime.engine)
-        bench = bootstrap(runtime)
+        bench = seed_test_sets(runtime)
         with transaction(runtime.sessions) as session:
             user = create_user(session, "bench", "bench-password-123", team="Bench")
         populate_board(runtime, bench.id, user.id, args.entries)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import medvidbench.cli.rewards  # noqa: F401  (registers the command group)
+import medvidbench.cli.rewards  # noqa: F401  (main adds its command group; harmless)
 from medvidbench.cli.main import app
 from medvidbench.rewards.trl import reward_function
 from medvidbench.rewards.verl import compute_score_batch

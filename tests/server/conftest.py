@@ -87,6 +87,22 @@ def postgres_url() -> Iterator[str]:
     admin.dispose()
 
 
+class HeldQueue:
+    """A queue that keeps the jobs it is given and runs none (tests run the steps by hand)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[object, ...]] = []
+
+    def enqueue_score(self, submission_id: int) -> None:
+        self.jobs.append(("score", submission_id))
+
+    def enqueue_judge(self, submission_id: int) -> None:
+        self.jobs.append(("judge", submission_id))
+
+    def enqueue_rescore(self, submission_id: int, profile: str) -> None:
+        self.jobs.append(("rescore", submission_id, profile))
+
+
 def build_runtime(
     tmp_path: Path, database_url: str | None, ground_truth: Path, **settings: object
 ) -> Runtime:

@@ -11,7 +11,7 @@ from medvidbench.server.services.evaluations import request_rejudge, rescore
 from medvidbench.server.services.steps import claim, run_step
 from medvidbench.server.services.submissions import delete_submission, submit
 from medvidbench.server.store.models import User
-from tests.server.conftest import variants
+from tests.server.conftest import HeldQueue, variants
 
 
 def names(runtime: Runtime, kind: str = "community") -> list[str]:
@@ -21,7 +21,7 @@ def names(runtime: Runtime, kind: str = "community") -> list[str]:
 def test_every_change_to_a_board_is_seen_at_once(
     runtime: Runtime, alice: User, admin: User, synthetic: dict[str, Path]
 ) -> None:
-    runtime.queue = None  # steps are run by hand below
+    runtime.queue = HeldQueue()  # steps are run by hand below
     files = variants(synthetic["weak"], 2)
     assert board_rows(runtime, "community") is board_rows(runtime, "community")  # cached
     first = submit(runtime, alice, files[0], "First")

@@ -23,7 +23,7 @@ from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.steps import claim, run_step
 from medvidbench.server.services.submissions import delete_submission, get_submission, submit
 from medvidbench.server.store.models import AuditLog, Evaluation, Submission, User
-from tests.server.conftest import make_user
+from tests.server.conftest import HeldQueue, make_user
 
 
 def test_full_lifecycle_upload_to_ranked_entry(
@@ -142,10 +142,41 @@ def test_delete_removes_file_and_entries(
     submit(runtime, alice, synthetic["strong"].read_bytes(), "Gone")  # name and file are free
 
 
+def test_without_a_queue_a_submission_is_refused_not_silently_left_unscored(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.core.errors import NoQueueError
+    from medvidbench.server.runtime import NoQueue
+
+    runtime.queue = NoQueue()
+    with pytest.raises(NoQueueError, match="cannot queue the scoring of submission"):
+        submit(runtime, alice, synthetic["weak"].read_bytes(), "Unqueued")
+    for ask in (
+        lambda: runtime.queue.enqueue_judge(1),
+        lambda: runtime.queue.enqueue_rescore(1, "strict-v2"),
+    ):
+        with pytest.raises(NoQueueError, match="this process has no job queue"):
+            ask()
+
+
+def test_services_enqueue_through_the_runtime_queue(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    from medvidbench.server.services.evaluations import queue_rejudge, queue_rescore
+
+    held = runtime.queue = HeldQueue()
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Held")
+    assert held.jobs == [("score", sub.id)]
+    assert run_step(runtime, sub.id, "score", "w") == "done"
+    assert queue_rescore(runtime, sub.id, "strict-v2") and queue_rejudge(runtime, sub.id)
+    assert not queue_rescore(runtime, 99_999, "strict-v2")
+    assert held.jobs[1:] == [("rescore", sub.id, "strict-v2"), ("judge", sub.id)]
+
+
 def test_claims_are_exclusive_and_leases_expire(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
-    runtime.queue = None  # nothing runs on its own here
+    runtime.queue = HeldQueue()  # nothing runs on its own here
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Leased")
     assert claim(runtime, sub.id, "score", "w1")
     assert not claim(runtime, sub.id, "score", "w2")
@@ -162,7 +193,7 @@ def test_claims_are_exclusive_and_leases_expire(
 def test_failures_are_retried_then_shown_with_the_reason(
     runtime: Runtime, alice: User, synthetic: dict[str, Path]
 ) -> None:
-    runtime.queue = None
+    runtime.queue = HeldQueue()
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Fragile")
     runtime.submission_path(sub.id).unlink()
     outcomes = [run_step(runtime, sub.id, "score", f"w{i}") for i in range(3)]
@@ -222,7 +253,7 @@ def test_each_step_has_its_own_attempts_and_retries_back_off(
     """job_max_attempts counts the judge step's own attempts, not the scoring before it."""
     from medvidbench.server.services.steps import retry_delay, step_attempts
 
-    runtime.queue = None
+    runtime.queue = HeldQueue()
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judge fails")
     assert run_step(runtime, sub.id, "score", "w0") == "done"
     assert step_attempts(runtime, sub.id) == 0

@@ -11,8 +11,7 @@ from sqlalchemy import func, select
 
 from medvidbench.server.jobs import attach_queue
 from medvidbench.server.services.accounts import create_token
-from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Entry, Evaluation, Submission, User
+from medvidbench.server.store.models import Entry, Evaluation, Submission
 from medvidbench.server.web.app import create_app
 from tests.server.conftest import (
     build_runtime,
@@ -33,8 +32,7 @@ def test_hundred_submissions_through_the_api_two_workers_each_scored_once(
     runtime = build_runtime(tmp_path, postgres_url, synthetic["ground_truth"], queue_url=queue_url)
     attach_queue(runtime)  # the web app enqueues to Redis
     user = make_user(runtime, "loader")
-    with transaction(runtime.sessions) as session:
-        token, _ = create_token(session, session.get(User, user.id))
+    token = create_token(runtime, user)
     env = {
         **os.environ,
         "MEDVIDBENCH_QUEUE_URL": queue_url,

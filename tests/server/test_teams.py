@@ -21,7 +21,7 @@ from medvidbench.server.services.submissions import submit
 from medvidbench.server.services.teams import decide, join_or_request, leave, pending_requests
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import AuditLog, Submission, Team, User
-from tests.server.conftest import make_user, variants
+from tests.server.conftest import HeldQueue, make_user, variants
 
 
 def sign_up(runtime: Runtime, name: str, team: str | None = None) -> User:
@@ -118,7 +118,7 @@ def test_ten_members_at_once_get_exactly_the_quota(
 ) -> None:
     """On PostgreSQL the team row is locked, so concurrent members cannot overspend."""
     runtime.settings.quota_per_day = 5
-    runtime.queue = None  # scoring is not what is tested; keep the race tight
+    runtime.queue = HeldQueue()  # scoring is not what is tested; keep the race tight
     members = [make_user(runtime, f"racer{i}", team="Race Team") for i in range(10)]
     files = variants(synthetic["weak"], 10)
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import accounts
+from medvidbench.server.services import audit
 from medvidbench.server.store.models import AuditLog, Entry
 from tests.web.conftest import csrf, login, token_for
 from tests.web.test_api import upload
@@ -131,7 +131,7 @@ def test_one_confirmation_per_action(
 def test_the_audit_log_is_paginated(client: TestClient, web_runtime: Runtime) -> None:
     login(client, web_runtime, "boss", "admin")
     for n in range(60):
-        accounts.record(web_runtime, None, "test.line", f"line:{n}")
+        audit.record(web_runtime, None, "test.line", f"line:{n}")
     total = _count(web_runtime, AuditLog)
     pages = -(-total // 25)
     first = client.get("/admin").text

@@ -37,15 +37,13 @@ def test_demo_scores_and_reported_results_are_ranked_apart(
 def test_a_real_test_set_has_one_ranking(client: TestClient, web_runtime: Runtime) -> None:
     from sqlalchemy import update
 
-    from medvidbench.server.services.board_cache import bump
+    from medvidbench.server.store.board_cache import bump
     from medvidbench.server.store.db import transaction
-    from medvidbench.server.store.models import Benchmark
+    from medvidbench.server.store.models import TestSet
 
     with transaction(web_runtime.sessions) as session:  # as if the operator's real file
-        session.execute(update(Benchmark).values(is_demo=False))
-        for bench_id in session.scalars(
-            Benchmark.__table__.select().with_only_columns(Benchmark.id)
-        ):
+        session.execute(update(TestSet).values(is_demo=False))
+        for bench_id in session.scalars(TestSet.__table__.select().with_only_columns(TestSet.id)):
             bump(session, bench_id)
     rows = client.get("/api/v1/boards/official").json()
     assert rows and all(r["section"] == "" for r in rows)

@@ -14,8 +14,6 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from medvidbench.server.services.accounts import create_token
-from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import User
 from medvidbench.server.web.app import create_app
 from tests.server.conftest import build_runtime, make_user
 
@@ -25,8 +23,7 @@ EXAMPLES = 40
 def test_no_input_causes_a_server_error(tmp_path: Path, synthetic: dict[str, Path]) -> None:
     rt = build_runtime(tmp_path, None, synthetic["ground_truth"])
     user = make_user(rt, "fuzzer")
-    with transaction(rt.sessions) as session:
-        token, _ = create_token(session, session.get(User, user.id))
+    token = create_token(rt, user)
     schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(rt))
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 8

@@ -17,7 +17,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.accounts import issue_token
+from medvidbench.server.services.accounts import create_token
 from tests.server.conftest import make_user
 from tests.web.test_api import upload
 
@@ -26,7 +26,7 @@ SECRET = "Zephyr-Secret-7B"
 
 def _token(runtime: Runtime, name: str, team: str | None) -> str:
     make_user(runtime, name, team=team)
-    return issue_token(runtime, name)
+    return create_token(runtime, name)
 
 
 def _publish(client: TestClient, token: str, sid: int):  # type: ignore[no-untyped-def]

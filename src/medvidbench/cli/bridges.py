@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from medvidbench.cli.app import BenchmarkSlug, friendly
 from medvidbench.cli.consoles import console
-from medvidbench.cli.main import BenchmarkSlug, app, friendly
 from medvidbench.core.errors import (
     InvalidGroundTruthError,
     Problem,
@@ -82,7 +82,6 @@ def _bad_questions(path: Path, message: str) -> InvalidGroundTruthError:
     return InvalidGroundTruthError(problems, str(path))
 
 
-@app.command(name="import")
 @friendly
 def import_(
     toolkit: Annotated[
@@ -127,7 +126,6 @@ def import_(
         )
 
 
-@app.command(name="export-task")
 @friendly
 def export_task(
     toolkit: Annotated[str, typer.Argument(help="The toolkit to write a task for: lmms-eval.")],

@@ -10,14 +10,13 @@ from typing import Annotated, Any
 
 import typer
 
+from medvidbench.cli.app import BenchmarkSlug, friendly, judge_for, parse_options
 from medvidbench.cli.consoles import console
-from medvidbench.cli.main import BenchmarkSlug, _judge, _options, app, friendly
 from medvidbench.core.errors import ExitCode, UsageError
 
 rewards_app = typer.Typer(
     help="Benchmark tasks as training rewards (docs/rewards.md).", no_args_is_help=True
 )
-app.add_typer(rewards_app, name="rewards")
 
 Judge = Annotated[
     str,
@@ -151,13 +150,13 @@ def fit(
     from medvidbench.rewards import fit as run
 
     bench = benchmarks.get(benchmark)
-    llm = _judge(judge, judge_model, judge_cache, bench)
+    llm = judge_for(judge, judge_model, judge_cache, bench)
     stats = run(
         predictions,
         ground_truth,
         benchmark=bench,
         judge=llm,
-        options=_options(option or []),
+        options=parse_options(option or []),
         min_samples=min_samples,
     )
     stats.save(out)
@@ -193,7 +192,7 @@ def score(
     from medvidbench.rewards import Rewarder, answered_rows
 
     bench = benchmarks.get(benchmark)
-    llm = _judge(judge, judge_model, judge_cache, bench)
+    llm = judge_for(judge, judge_model, judge_cache, bench)
     gt = bench.load_ground_truth(ground_truth)
     matched = bench.validate_submission(predictions, gt, name=str(predictions))
     if not matched.report.ok:
@@ -206,7 +205,7 @@ def score(
         stats,
         k=k,
         judge=llm,
-        options={bench.slug: {**matched.options, **_options(option or [])}},
+        options={bench.slug: {**matched.options, **parse_options(option or [])}},
     )
     out = rewarder.score_items(rows, answers)
     groups: dict[tuple[str, str], list[int]] = {}

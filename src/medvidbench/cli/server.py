@@ -9,47 +9,24 @@ from __future__ import annotations
 import errno
 import getpass
 import json
-import os
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from medvidbench.cli.main import BenchmarkSlug, app, err, friendly
+from medvidbench.cli.app import BenchmarkSlug, DataDir, err, friendly, runtime
 from medvidbench.core.display import count
 from medvidbench.core.errors import UsageError
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help="Data folder (default: MEDVIDBENCH_DATA_DIR, else ./medvidbench-data in the "
-        "current folder).",
-    ),
-]
+if TYPE_CHECKING:
+    from medvidbench.server.runtime import Runtime
+
 db_app = typer.Typer(help="The server's database.", no_args_is_help=True)
 users_app = typer.Typer(help="User accounts.", no_args_is_help=True)
 tokens_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks and their test sets.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(users_app, name="users")
-app.add_typer(tokens_app, name="tokens")
-app.add_typer(bench_app, name="benchmarks")
-
-
-def runtime(data_dir: Path | None, migrate: bool = True) -> object:
-    from medvidbench.core.config import load_settings
-    from medvidbench.server.runtime import Runtime
-
-    # Everything a server process writes (database, queue, uploads, the hidden test set, demo
-    # files) is for its owner alone; Runtime sets the modes too, this covers what others create.
-    os.umask(0o077)
-    rt = Runtime(load_settings(data_dir=data_dir))
-    if migrate:
-        rt.upgrade_database()
-    return rt
 
 
 @db_app.command("upgrade")
@@ -73,6 +50,7 @@ def users_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a user. The password is asked for (or read from stdin); there is no default."""
+    from medvidbench.server.roles import Role
     from medvidbench.server.services.accounts import register
 
     if password_stdin:
@@ -81,7 +59,7 @@ def users_create(
         password = getpass.getpass("password: ")
         if getpass.getpass("again: ") != password:
             raise UsageError("the passwords differ")
-    user = register(runtime(data_dir), name, password, "admin" if admin else role, team)  # type: ignore[arg-type]
+    user = register(runtime(data_dir), name, password, Role.ADMIN if admin else role, team)
     print(f"created user {user.username!r} with role {user.role}")
 
 
@@ -93,9 +71,9 @@ def tokens_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create an API token for a user and print it (it is shown only this once)."""
-    from medvidbench.server.services.accounts import issue_token
+    from medvidbench.server.services.accounts import create_token
 
-    secret = issue_token(runtime(data_dir), user, name)  # type: ignore[arg-type]
+    secret = create_token(runtime(data_dir), user, name)
     err.print("store this token now; it is not shown again:", highlight=False)
     print(secret)
 
@@ -113,7 +91,7 @@ def benchmarks_load(
     from medvidbench.server.services.catalogue import load_benchmark
 
     bench = load_benchmark(
-        runtime(data_dir),  # type: ignore[arg-type]
+        runtime(data_dir),
         ground_truth,
         name=name,
         demo=demo,
@@ -125,7 +103,6 @@ def benchmarks_load(
     )
 
 
-@app.command()
 @friendly
 def worker(
     workers: Annotated[int, typer.Option(min=1, max=64, help="Jobs run at once.")] = 2,
@@ -140,12 +117,11 @@ def worker(
     from medvidbench.core.config import judge_state
 
     rt = runtime(data_dir)
-    err.print(judge_state(rt.settings).describe(), highlight=False)  # type: ignore[attr-defined]
+    err.print(judge_state(rt.settings).describe(), highlight=False)
     _warm_up_in_background(rt)
-    run_worker(rt, workers)  # type: ignore[arg-type]
+    run_worker(rt, workers)
 
 
-@app.command()
 @friendly
 def rescore(
     profile: Annotated[str, typer.Option(help="Profile to add evaluations under.")] = "strict-v2",
@@ -154,20 +130,18 @@ def rescore(
 ) -> None:
     """Queue a re-scoring of a benchmark's scored submissions (old evaluations are kept)."""
     from medvidbench.server.jobs import attach_queue
-    from medvidbench.server.services.evaluations import on_board, request_rescore
+    from medvidbench.server.services.evaluations import on_board, queue_rescore
 
     rt = runtime(data_dir)
-    slug = rt.definition(benchmark).slug  # type: ignore[attr-defined]
-    rt.definition(slug).profile(profile)  # type: ignore[attr-defined]  # unknown names stop here
-    jobs = attach_queue(rt)  # type: ignore[arg-type]
-    ids = on_board(rt, slug)  # type: ignore[arg-type]
+    slug = rt.definition(benchmark).slug
+    rt.definition(slug).profile(profile)  # unknown names stop here
+    attach_queue(rt)
+    ids = on_board(rt, slug)
     for sid in ids:
-        if request_rescore(rt, sid, profile):  # type: ignore[arg-type]
-            jobs.rescore(sid, profile)
+        queue_rescore(rt, sid, profile)
     print(f"queued {count(len(ids), 're-scoring job')} under {profile}")
 
 
-@app.command()
 @friendly
 def export(
     board: Annotated[str, typer.Option(help="official or community.")] = "official",
@@ -178,13 +152,13 @@ def export(
     """Print a ranked board with every metric and its provenance."""
     from medvidbench.server.services.exports import export_board
 
-    sys.stdout.write(export_board(runtime(data_dir), board, fmt, slug=benchmark))  # type: ignore[arg-type]
+    sys.stdout.write(export_board(runtime(data_dir), board, fmt, slug=benchmark))
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _warm_up_in_background(rt: object, pages: bool = False) -> None:
+def _warm_up_in_background(rt: Runtime, pages: bool = False) -> None:
     """Load models, test set and boards (and compile the page templates) on a thread, so
     that the first submission and the first page view after a start do not wait for them."""
     import threading
@@ -196,7 +170,7 @@ def _warm_up_in_background(rt: object, pages: bool = False) -> None:
             from medvidbench.server.web.render import compile_templates
 
             compile_templates()
-        warm_up(rt)  # type: ignore[arg-type]  # boards first, then the scoring models
+        warm_up(rt)  # boards first, then the scoring models
 
     threading.Thread(target=run, name="warm-up", daemon=True).start()
 
@@ -224,7 +198,6 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-@app.command()
 @friendly
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -252,27 +225,27 @@ def serve(
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
     from medvidbench.server.services.accounts import has_admin
-    from medvidbench.server.services.catalogue import bootstrap
+    from medvidbench.server.services.catalogue import seed_test_sets
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
-    judge = judge_state(rt.settings)  # type: ignore[attr-defined]  # misconfigured: stop here
-    admin_made = has_admin(rt)  # type: ignore[arg-type]
+    judge = judge_state(rt.settings)  # misconfigured: stop here
+    admin_made = has_admin(rt)
     if host not in LOOPBACK:
-        key = rt.settings.secret_key  # type: ignore[attr-defined]
+        key = rt.settings.secret_key
         if key is None or len(key.get_secret_value()) < 32 or not admin_made:
             raise UsageError(
                 "a server reachable from other machines needs "
                 "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
                 "('medvidbench users create NAME --admin'); refusing to start"
             )
-    hosted = bootstrap(rt, ground_truth)  # type: ignore[arg-type]
-    attach_queue(rt)  # type: ignore[arg-type]
-    consumer = start_embedded_consumer(rt, workers) if workers else None  # type: ignore[arg-type]
-    app_ = create_app(rt)  # type: ignore[arg-type]
+    hosted = seed_test_sets(rt, ground_truth)
+    attach_queue(rt)
+    consumer = start_embedded_consumer(rt, workers) if workers else None
+    app_ = create_app(rt)
     _warm_up_in_background(rt, pages=True)
-    where = rt.data_dir  # type: ignore[attr-defined]
+    where = rt.data_dir
     err.print(f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
     for bench in hosted:
         err.print(
@@ -303,9 +276,8 @@ def serve(
             consumer.stop(graceful=False)
 
 
-@app.command("submit")
 @friendly
-def submit_cmd(
+def submit(
     predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
     server: Annotated[
         str,

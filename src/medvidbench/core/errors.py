@@ -163,6 +163,14 @@ class AuthenticationError(MedVidBenchError):
     exit_code = ExitCode.REFUSED
 
 
+class AccountGoneError(AuthenticationError):
+    """The caller's account was deleted after they signed in: their credentials name nobody
+    now, so it is a 401 (sign in again) in every service, never a 403 or a 404."""
+
+    def __init__(self) -> None:
+        super().__init__("your account no longer exists")
+
+
 class PermissionDeniedError(MedVidBenchError):
     """The caller is known but not allowed to do this."""
 
@@ -212,3 +220,11 @@ class RateLimitedError(MedVidBenchError):
 
     http_status = 429
     exit_code = ExitCode.RETRY_LATER
+
+
+class NoQueueError(MedVidBenchError):
+    """Background work was asked of a process that has no job queue (a wiring mistake of
+    ours, not the caller's)."""
+
+    http_status = 500
+    exit_code = ExitCode.FAILURE

@@ -1,6 +1,8 @@
 """Background jobs on Huey: SQLite storage embedded, Redis storage for many workers.
 
-Tasks are registered on an explicit :class:`Jobs` object (no import-time queue). The web process
+Tasks are registered on an explicit :class:`Jobs` object (no import-time queue), which is the
+runtime's :class:`~medvidbench.server.runtime.Queue`: services enqueue through the runtime and
+never import this module, an adapter on top of them like the web and the CLI. The web process
 and every ``medvidbench worker`` build the same one. Jobs only call
 :mod:`medvidbench.server.services.steps`, whose atomic claims make duplicate deliveries
 harmless; a periodic reaper re-enqueues submissions that wait too long or whose worker died.
@@ -61,6 +63,17 @@ class Jobs:
         self.judge = huey.task(name="judge")(self._judge)
         self.rescore = huey.task(name="rescore")(self._rescore)
         self.reap = huey.periodic_task(crontab(minute="*"), name="reap")(self._reap)
+
+    # --- the runtime's Queue protocol ----------------------------------------------------------
+
+    def enqueue_score(self, submission_id: int) -> None:
+        self.score(submission_id)
+
+    def enqueue_judge(self, submission_id: int) -> None:
+        self.judge(submission_id)
+
+    def enqueue_rescore(self, submission_id: int, profile: str) -> None:
+        self.rescore(submission_id, profile)
 
     def _retry(self, task: Any, submission_id: int, outcome: str) -> None:
         """Schedule the next attempt of a step that failed, later after every failure."""
@@ -132,11 +145,6 @@ def attach_queue(runtime: Runtime, immediate: bool = False) -> Jobs:
     jobs = Jobs(runtime, make_huey(runtime.settings, immediate))
     runtime.queue = jobs
     return jobs
-
-
-def enqueue_score(runtime: Runtime, submission_id: int) -> None:
-    if isinstance(runtime.queue, Jobs):
-        runtime.queue.score(submission_id)
 
 
 def start_embedded_consumer(runtime: Runtime, workers: int = 2) -> Any:

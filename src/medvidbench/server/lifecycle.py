@@ -1,7 +1,8 @@
 """The submission lifecycle: its states, the steps between them, and which states count.
 
-``received -> queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is
-invalid: nothing is stored but the reason), ``failed`` (our fault, after retries; the reason is
+An upload is checked as it is received (no state of its own), then
+``queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is invalid:
+nothing is stored but the reason), ``failed`` (our fault, after retries; the reason is
 shown) or ``deleted``. Every module that names a state uses :class:`Status`; the values are the
 strings stored in the database.
 """
@@ -15,7 +16,6 @@ from typing import Any
 class Status(StrEnum):
     """A submission's state."""
 
-    RECEIVED = "received"
     QUEUED = "queued"
     SCORING = "scoring"
     SCORED = "scored"

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
-from medvidbench.core.errors import NotFoundError, TryLaterError, UsageError
-from medvidbench.server.services.board_cache import BoardCache
+from medvidbench.core.errors import NoQueueError, NotFoundError, TryLaterError, UsageError
+from medvidbench.server.store.board_cache import BoardCache
 from medvidbench.server.store.db import database_url, make_engine, make_sessions, upgrade
 from medvidbench.server.upload_check import UploadChecker
 
@@ -77,6 +77,43 @@ def _write_gzip(path: Path, chunks: Iterable[bytes]) -> None:
             out.write(chunk)
 
 
+class Queue(Protocol):
+    """Where services put background work: a submission to score or judge, a re-score.
+
+    :class:`medvidbench.server.jobs.Jobs` is the real one (Huey); a runtime without one has
+    :class:`NoQueue`, which refuses work instead of dropping it.
+    """
+
+    def enqueue_score(self, submission_id: int) -> None:
+        """Score a stored submission (and judge it after, when a judge is configured)."""
+
+    def enqueue_judge(self, submission_id: int) -> None:
+        """Judge a scored submission's judged tasks."""
+
+    def enqueue_rescore(self, submission_id: int, profile: str) -> None:
+        """Add an evaluation of a submission under ``profile``."""
+
+
+class NoQueue:
+    """The queue of a runtime that has none attached: every enqueue raises
+    :class:`NoQueueError`, so work is never silently dropped."""
+
+    def _refuse(self, job: str, submission_id: int) -> None:
+        raise NoQueueError(
+            f"cannot queue the {job} of submission {submission_id}: this process has no job "
+            "queue (attach one with medvidbench.server.jobs.attach_queue)"
+        )
+
+    def enqueue_score(self, submission_id: int) -> None:
+        self._refuse("scoring", submission_id)
+
+    def enqueue_judge(self, submission_id: int) -> None:
+        self._refuse("judging", submission_id)
+
+    def enqueue_rescore(self, submission_id: int, profile: str) -> None:
+        self._refuse(f"re-scoring under {profile!r}", submission_id)
+
+
 class Runtime:
     """Everything a service function needs, built from settings."""
 
@@ -86,7 +123,7 @@ class Runtime:
         private_dir(self.data_dir)
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, Any] = {}
-        self.queue: object | None = None  # set by jobs.attach_queue
+        self.queue: Queue = NoQueue()  # jobs.attach_queue sets the real one
         self.upload_checker = UploadChecker(
             settings.upload_process_bytes, settings.max_submission_bytes
         )

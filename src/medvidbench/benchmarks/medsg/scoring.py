@@ -22,7 +22,6 @@ IoU >= t inclusively on the unrounded double, and keeps unparseable items in the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -312,8 +311,3 @@ class TaskTotals:
                 "TOTAL": self.n,
             }
         }
-
-
-def fsum_gap(ious: Sequence[float]) -> float:
-    """How far the sequential sum is from the exactly rounded one (a diagnostic, §8)."""
-    return abs(sum(ious) - math.fsum(ious))

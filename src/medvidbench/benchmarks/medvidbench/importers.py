@@ -206,7 +206,8 @@ class LmmsEvalImporter:
         ``folder`` (``medvidbench export-task lmms-eval``)."""
         from medvidbench.benchmarks.medvidbench.lmms_eval_task import task_files
 
-        return task_files(questions, folder)
+        views = question_view(questions) if questions is not None else None
+        return task_files(questions, views, folder)
 
     @staticmethod
     def _sample(found: _Collector, n: int, where: str, sample: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import (
+    AccountGoneError,
     AuthenticationError,
     ConflictError,
     NotFoundError,
@@ -24,11 +25,12 @@ from medvidbench.core.errors import (
     RateLimitedError,
     UsageError,
 )
+from medvidbench.server.roles import Role, role_named
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.audit import audit
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import ApiToken, AuditLog, User, WebSession
+from medvidbench.server.store.models import ApiToken, User, WebSession
 
-ROLES = ("admin", "maintainer", "submitter")
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
 MIN_PASSWORD = 12
 TOKEN_PREFIX = "mvb_"
@@ -39,21 +41,6 @@ def _hasher() -> Any:
     from argon2 import PasswordHasher
 
     return PasswordHasher()
-
-
-def audit(
-    session: Session, actor: User | None, action: str, target: str = "", **detail: Any
-) -> None:
-    """Append one line to the audit log (in the caller's transaction)."""
-    session.add(
-        AuditLog(
-            actor_id=actor.id if actor else None,
-            actor_name=actor.username if actor else "system",
-            action=action,
-            target=target,
-            detail=detail,
-        )
-    )
 
 
 def check_password(password: str) -> None:
@@ -81,7 +68,7 @@ def create_user(
     session: Session,
     username: str,
     password: str,
-    role: str = "submitter",
+    role: str = Role.SUBMITTER,
     team: str | None = None,
     actor: User | None = None,
     *,
@@ -100,8 +87,7 @@ def create_user(
         hashed: ``password``'s hash from :func:`hash_password`, made before the transaction.
     """
     check_username(username)
-    if role not in ROLES:
-        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    role = role_named(role)
     hashed = hashed or hash_password(password)
     if session.scalar(select(User).where(func.lower(User.username) == username.lower())):
         raise ConflictError(f"the username {username!r} is taken")
@@ -125,22 +111,13 @@ def create_user(
     return user
 
 
-def authenticate(session: Session, username: str, password: str) -> User:
-    """The user with these credentials.
-
-    Raises:
-        AuthenticationError: for an unknown user or a wrong password (one message for both).
-    """
-    return check_credentials(login_candidate(session, username), password)
-
-
-def login_candidate(session: Session, username: str) -> User | None:
+def _active_user(session: Session, username: str) -> User | None:
     """The active user named ``username`` (any case), or None."""
     user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
     return user if user is not None and user.is_active else None
 
 
-def check_credentials(user: User | None, password: str) -> User:
+def _verified(user: User | None, password: str) -> User:
     """``user`` if ``password`` is theirs (argon2: slow by design, so no transaction is open).
 
     Raises:
@@ -166,7 +143,7 @@ _DUMMY_HASH = (
 )
 
 
-def create_token(
+def _add_token(
     session: Session, user: User, name: str = "cli", secret: str | None = None
 ) -> tuple[str, ApiToken]:
     """A new API token for ``user``: returns the secret (shown once) and its stored record.
@@ -202,33 +179,18 @@ def user_for_token(session: Session, secret: str) -> User:
     return token.user
 
 
-def revoke_token(session: Session, user: User, token_id: int) -> None:
-    token = session.get(ApiToken, token_id)
-    if token is None or (token.user_id != user.id and user.role != "admin"):
-        raise NotFoundError(f"no token {token_id}")
-    token.revoked_at = datetime.now(UTC)
-    audit(session, user, "token.revoke", f"token:{token_id}")
-
-
-def list_tokens(session: Session, user: User) -> list[ApiToken]:
-    return list(
-        session.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id))
-    )
-
-
-def require_role(user: User | None, *roles: str) -> User:
+def require_role(user: User | None, *roles: Role) -> User:
     """The user, if they hold one of ``roles`` (admins hold every role)."""
     if user is None:
         raise AuthenticationError("log in first")
-    if user.role != "admin" and user.role not in roles:
+    if user.role != Role.ADMIN and user.role not in roles:
         raise PermissionDeniedError("you are not allowed to do this")
     return user
 
 
-def set_role(session: Session, actor: User, username: str, role: str) -> User:
-    require_role(actor, "admin")
-    if role not in ROLES:
-        raise UsageError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+def _set_role(session: Session, actor: User, username: str, role: str) -> User:
+    require_role(actor, Role.ADMIN)
+    role = role_named(role)
     user = session.scalar(select(User).where(User.username == username))
     if user is None:
         raise NotFoundError(f"no user {username!r}")
@@ -237,16 +199,11 @@ def set_role(session: Session, actor: User, username: str, role: str) -> User:
     return user
 
 
-def admin_exists(session: Session) -> bool:
-    count = session.scalar(select(func.count()).select_from(User).where(User.role == "admin"))
-    return bool(count)
-
-
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def start_session(session: Session, user: User) -> str:
+def _start_session(session: Session, user: User) -> str:
     """A new logged-in browser session for ``user``; returns the secret for its cookie.
 
     Only the secret's SHA-256 is stored, so a copy of the database logs nobody in.
@@ -264,7 +221,7 @@ def start_session(session: Session, user: User) -> str:
     return secret
 
 
-def session_user(session: Session, secret: str) -> User | None:
+def _session_user(session: Session, secret: str) -> User | None:
     """The active user of an unexpired browser session, or None."""
     row = session.get(WebSession, _digest(secret)) if secret else None
     if row is None:
@@ -276,7 +233,7 @@ def session_user(session: Session, secret: str) -> User | None:
     return user
 
 
-def end_session(session: Session, secret: str) -> None:
+def _end_session(session: Session, secret: str) -> None:
     """Log a browser session out on the server: its cookie stops working at once."""
     if secret:
         row = session.get(WebSession, _digest(secret))
@@ -305,9 +262,9 @@ def check_signup_rate(session: Session, address: str, per_day: int) -> None:
         )
 
 
-def approve_user(session: Session, actor: User, username: str) -> User:
+def _approve(session: Session, actor: User, username: str) -> User:
     """Let a self-signed-up account submit (admins only)."""
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     user = session.scalar(select(User).where(func.lower(User.username) == username.lower()))
     if user is None:
         raise NotFoundError(f"no user {username!r}")
@@ -335,7 +292,7 @@ def _me(session: Session, user: User) -> User:
     """``user``'s row in this session (re-read: it may have changed since it was loaded)."""
     row = session.get(User, user.id)
     if row is None:
-        raise PermissionDeniedError("your account no longer exists")
+        raise AccountGoneError()
     return row
 
 
@@ -350,7 +307,7 @@ def caller(
     if not web_session:
         return None
     with runtime.sessions() as session:
-        user = session_user(session, web_session)
+        user = _session_user(session, web_session)
         if user is not None:
             session.expunge(user)
         return user
@@ -363,22 +320,22 @@ def sign_in(runtime: Runtime, username: str, password: str) -> User:
         AuthenticationError: for a wrong name or password, or an inactive account.
     """
     with runtime.sessions() as session:
-        user = login_candidate(session, username)
+        user = _active_user(session, username)
         if user is not None:
             session.expunge(user)
     # verified after the session has closed: SQLite holds its write lock while one is open
-    return check_credentials(user, password)
+    return _verified(user, password)
 
 
 def open_web_session(runtime: Runtime, user: User) -> str:
     """A new server-side session for ``user``; its secret goes in the cookie."""
     with transaction(runtime.sessions) as session:
-        return start_session(session, user)
+        return _start_session(session, user)
 
 
 def close_web_session(runtime: Runtime, secret: str) -> None:
     with transaction(runtime.sessions) as session:
-        end_session(session, secret)
+        _end_session(session, secret)
 
 
 def sign_up(runtime: Runtime, username: str, password: str, team: str | None, address: str) -> User:
@@ -407,18 +364,23 @@ def register(runtime: Runtime, username: str, password: str, role: str, team: st
         return create_user(session, username, password, role=role, team=team, trusted_team=True)
 
 
-def tokens_of(runtime: Runtime, user: User) -> list[ApiToken]:
+def list_tokens(runtime: Runtime, user: User) -> list[ApiToken]:
+    """A user's API tokens, oldest first (revoked ones included)."""
     with runtime.sessions() as session:
-        return list_tokens(session, user)
+        return list(
+            session.scalars(
+                select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)
+            )
+        )
 
 
-def issue_token(
+def create_token(
     runtime: Runtime, user: User | str, name: str = "cli", secret: str | None = None
 ) -> str:
     """A new API token for a user (or a username); its secret is returned once, never stored."""
     with transaction(runtime.sessions) as session:
         owner = user_named(session, user) if isinstance(user, str) else _me(session, user)
-        secret, _ = create_token(session, owner, name[:80] or "token", secret)
+        secret, _ = _add_token(session, owner, name[:80] or "token", secret)
         return secret
 
 
@@ -445,27 +407,37 @@ def fresh_token(runtime: Runtime, user: User, secret: str) -> bool:
     return bool(found >= since)
 
 
-def withdraw_token(runtime: Runtime, user: User, token_id: int) -> None:
+def revoke_token(runtime: Runtime, user: User, token_id: int) -> None:
+    """Revoke one of ``user``'s tokens (an admin: anyone's); it stops working at once.
+
+    Raises:
+        NotFoundError: for no such token, or another user's.
+    """
     with transaction(runtime.sessions) as session:
-        revoke_token(session, _me(session, user), token_id)
+        me = _me(session, user)
+        token = session.get(ApiToken, token_id)
+        if token is None or (token.user_id != me.id and me.role != Role.ADMIN):
+            raise NotFoundError(f"no token {token_id}")
+        token.revoked_at = datetime.now(UTC)
+        audit(session, me, "token.revoke", f"token:{token_id}")
 
 
-def change_role(runtime: Runtime, actor: User, username: str, role: str) -> User:
+def set_role(runtime: Runtime, actor: User, username: str, role: str) -> User:
+    """Give a user another role (admins only); audited with the old and the new role."""
     with transaction(runtime.sessions) as session:
-        return set_role(session, actor, username, role)
+        return _set_role(session, actor, username, role)
 
 
-def approve(runtime: Runtime, actor: User, username: str) -> User:
+def approve_user(runtime: Runtime, actor: User, username: str) -> User:
+    """Let a self-signed-up account submit (admins only)."""
     with transaction(runtime.sessions) as session:
-        return approve_user(session, actor, username)
-
-
-def record(runtime: Runtime, actor: User | None, action: str, target: str, **detail: Any) -> None:
-    """Write one audit line in a transaction of its own."""
-    with transaction(runtime.sessions) as session:
-        audit(session, actor, action, target, **detail)
+        return _approve(session, actor, username)
 
 
 def has_admin(runtime: Runtime) -> bool:
+    """Whether any account holds the admin role."""
     with runtime.sessions() as session:
-        return admin_exists(session)
+        count = session.scalar(
+            select(func.count()).select_from(User).where(User.role == Role.ADMIN)
+        )
+        return bool(count)

@@ -9,15 +9,16 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from medvidbench.server.lifecycle import Status
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import require_role
 from medvidbench.server.store.models import (
     ApiToken,
     AuditLog,
-    Benchmark,
     Board,
     Entry,
     Submission,
+    TestSet,
     User,
 )
 
@@ -47,7 +48,7 @@ def overview(
 ) -> AdminOverview:
     """Every account, the newest submissions (deleted ones left out, their teams loaded), one
     page of audit lines (newest first) and the official entries that show nowhere."""
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with runtime.sessions() as session:
         lines = int(session.scalar(select(func.count()).select_from(AuditLog)) or 0)
         pages = max(1, -(-lines // AUDIT_PAGE))
@@ -82,16 +83,16 @@ def _official_off_board(session: Session, slug: str | None) -> list[Entry]:
     query = (
         select(Entry)
         .join(Board, Board.id == Entry.board_id)
-        .join(Benchmark, Benchmark.id == Board.benchmark_id)
+        .join(TestSet, TestSet.id == Board.benchmark_id)
         .join(Submission, Submission.id == Entry.submission_id)
         .options(selectinload(Entry.submission))
         .where(
             Board.kind == "official",
-            Benchmark.is_current,
+            TestSet.is_current,
             or_(Submission.hidden, Submission.visibility != "public"),
         )
         .order_by(Entry.id)
     )
     if slug is not None:
-        query = query.where(Benchmark.slug == slug)
+        query = query.where(TestSet.slug == slug)
     return list(session.scalars(query))

@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import rank_rows
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
 from medvidbench.server.services.evaluations import current_evaluations
-from medvidbench.server.services.submissions import current_benchmark
-from medvidbench.server.store.models import Benchmark, Board, Entry, Submission
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
+from medvidbench.server.store.models import Board, Entry, Submission, TestSet
 
 KINDS = ("official", "community")
 
@@ -88,7 +88,7 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     with runtime.sessions() as session:
         board = find_board(session, bench_id, kind)
         slug, demo = session.execute(
-            select(Benchmark.slug, Benchmark.is_demo).where(Benchmark.id == bench_id)
+            select(TestSet.slug, TestSet.is_demo).where(TestSet.id == bench_id)
         ).one()
         definition = runtime.definition(slug)
         # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.
@@ -314,3 +314,16 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
             )
         )
     return out
+
+
+def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:
+    """Where a private submission's metrics would rank on its benchmark's community board."""
+    from medvidbench.core.ranking import rank_rows
+
+    definition = runtime.definition(slug)
+    rows = [
+        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
+    ]
+    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
+    rank = next(r.rank for r in ranked if r.key == "this")
+    return rank, len(ranked)

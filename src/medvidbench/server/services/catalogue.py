@@ -9,25 +9,25 @@ from typing import Any
 
 from sqlalchemy import select
 
-from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.errors import ConflictError, UsageError
 from medvidbench.core.formats import read_bytes
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
-from medvidbench.server.services.accounts import audit
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.boards import KINDS, find_board
 from medvidbench.server.services.entries import add_reported
-from medvidbench.server.services.submissions import current_benchmark
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Board, Entry, User
+from medvidbench.server.store.models import Board, Entry, TestSet, User
 
 
 @dataclass(frozen=True, slots=True)
 class Hosted:
     """A hosted benchmark: its definition and its current test set (None until one is loaded)."""
 
-    definition: Definition
-    test_set: Benchmark | None
+    definition: Benchmark
+    test_set: TestSet | None
 
     @property
     def slug(self) -> str:
@@ -59,9 +59,7 @@ def hosted(runtime: Runtime) -> list[Hosted]:
     with runtime.sessions() as session:
         current = {
             b.slug: b
-            for b in session.scalars(
-                select(Benchmark).where(Benchmark.is_current).order_by(Benchmark.id)
-            )
+            for b in session.scalars(select(TestSet).where(TestSet.is_current).order_by(TestSet.id))
         }
     return [Hosted(runtime.definition(slug), current.get(slug)) for slug in runtime.hosted]
 
@@ -73,17 +71,17 @@ def load_benchmark(
     demo: bool = False,
     actor: User | None = None,
     slug: str | None = None,
-) -> Benchmark:
+) -> TestSet:
     """Validate a ground-truth file of benchmark ``slug`` (None: the default one), keep a copy,
     and make it that benchmark's current test set (other benchmarks' are left alone)."""
     definition = runtime.definition(slug)
     data = read_bytes(path, runtime.settings.max_submission_bytes)
     gt = definition.load_ground_truth(data)
     with transaction(runtime.sessions) as session:
-        bench = session.scalar(select(Benchmark).where(Benchmark.gt_sha256 == gt.sha256))
+        bench = session.scalar(select(TestSet).where(TestSet.gt_sha256 == gt.sha256))
         if bench is None:
             runtime.write_atomically(runtime.benchmark_path(gt.sha256), data)
-            bench = Benchmark(
+            bench = TestSet(
                 slug=definition.slug,
                 name=(name or definition.title)[:80],
                 gt_sha256=gt.sha256,
@@ -101,7 +99,7 @@ def load_benchmark(
                 f"not of {definition.slug!r}"
             )
         for other in session.scalars(
-            select(Benchmark).where(Benchmark.id != bench.id, Benchmark.slug == bench.slug)
+            select(TestSet).where(TestSet.id != bench.id, TestSet.slug == bench.slug)
         ):
             other.is_current = False
         bench.is_current = True
@@ -152,7 +150,7 @@ def seed_published(runtime: Runtime, slug: str | None = None) -> int:
     return added
 
 
-def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> list[Benchmark]:
+def seed_test_sets(runtime: Runtime, ground_truth: Path | None = None) -> list[TestSet]:
     """First run: give every hosted benchmark a current test set (``ground_truth`` for the
     default benchmark; else its synthetic demo set, written with example prediction files to
     ``DATA/demo/<slug>/``), and seed each empty official board with the published results.
@@ -166,9 +164,7 @@ def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> list[Benchm
         if ground_truth is not None and slug == runtime.default_slug:
             load_benchmark(runtime, ground_truth, slug=slug)
         with runtime.sessions() as session:
-            found = session.scalar(
-                select(Benchmark).where(Benchmark.is_current, Benchmark.slug == slug)
-            )
+            found = session.scalar(select(TestSet).where(TestSet.is_current, TestSet.slug == slug))
         if found is None:
             definition = runtime.definition(slug)
             if definition.demo is None:

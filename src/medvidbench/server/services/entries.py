@@ -11,12 +11,15 @@ from sqlalchemy import select
 
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import ON_BOARD
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.boards import find_board
 from medvidbench.server.services.names import on_board
-from medvidbench.server.services.submissions import clean_url, current_benchmark, model_key
+from medvidbench.server.services.submissions import clean_url, model_key
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Board, Entry, Submission, User
 
@@ -35,7 +38,7 @@ def promote(
         ConflictError: its submitter withdrew it or keeps it private, or an admin hid it (an
             entry of it would show nowhere and could not be removed from the board's page).
     """
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with transaction(runtime.sessions) as session:
         # locked: a withdrawal at the same moment waits, then this sees it
         sub = session.get(Submission, submission_id, with_for_update=True)
@@ -104,7 +107,7 @@ def add_reported(
     """Add numbers computed elsewhere (a paper, the old leaderboard), flagged as reported, to
     a board of ``benchmark`` (a slug; None: the default benchmark)."""
     if actor is not None:
-        require_role(actor, "admin")
+        require_role(actor, Role.ADMIN)
     definition = runtime.definition(benchmark)
     unknown = set(metrics) - set(definition.metric_keys)
     if unknown:
@@ -141,7 +144,7 @@ def add_reported(
 
 
 def remove_entry(runtime: Runtime, actor: User, entry_id: int) -> None:
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with transaction(runtime.sessions) as session:
         entry = session.get(Entry, entry_id)
         if entry is None:

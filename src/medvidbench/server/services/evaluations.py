@@ -10,19 +10,20 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.display import count
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events, item_results
+from medvidbench.server.services import events, item_results
 from medvidbench.server.services.steps import _report, add_evaluation
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Evaluation, Submission, SubmissionEvent
+from medvidbench.server.store.models import Evaluation, Submission, SubmissionEvent, TestSet
 
 
 def current_evaluations(
-    session: Any, submission_ids: list[int], definition: Definition, profile: str | None = None
+    session: Any, submission_ids: list[int], definition: Benchmark, profile: str | None = None
 ) -> dict[int, Any]:
     """For many submissions at once: the evaluation a board shows for each (current scorer,
     judged if available, newest), as rows of the columns a board needs."""
@@ -52,7 +53,7 @@ def current_evaluations(
 
 
 def current_evaluation(
-    session: Any, submission_id: int, definition: Definition, profile: str | None = None
+    session: Any, submission_id: int, definition: Benchmark, profile: str | None = None
 ) -> Evaluation | None:
     """The full evaluation a detail page shows (current scorer, judged if available)."""
     found: Evaluation | None = session.scalar(
@@ -81,7 +82,7 @@ def evaluations_of(session: Any, submission_id: int) -> list[Evaluation]:
 
 
 def chosen_evaluation(
-    session: Any, submission_id: int, definition: Definition, evaluation_id: int | None
+    session: Any, submission_id: int, definition: Benchmark, evaluation_id: int | None
 ) -> Evaluation | None:
     """The evaluation a page shows: the one asked for, or the board's (:func:`current_evaluation`).
 
@@ -96,7 +97,7 @@ def chosen_evaluation(
     return found
 
 
-def describe(ev: Evaluation, definition: Definition, shown: Evaluation | None) -> dict[str, Any]:
+def describe(ev: Evaluation, definition: Benchmark, shown: Evaluation | None) -> dict[str, Any]:
     """One line of a submission's list of evaluations."""
     return {
         "id": ev.id,
@@ -241,10 +242,28 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
         return put_back
 
 
+def queue_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
+    """Record a wanted re-score under ``profile`` and enqueue it (see :func:`request_rescore`);
+    returns False, queueing nothing, when the submission does not exist."""
+    if not request_rescore(runtime, submission_id, profile):
+        return False
+    runtime.queue.enqueue_rescore(submission_id, profile)
+    return True
+
+
+def queue_rejudge(runtime: Runtime, submission_id: int) -> bool:
+    """Put a submission back in line for judging and enqueue the judging (see
+    :func:`request_rejudge`); returns False when it is not at a judgeable stage."""
+    if not request_rejudge(runtime, submission_id):
+        return False
+    runtime.queue.enqueue_judge(submission_id)
+    return True
+
+
 def on_board(runtime: Runtime, slug: str | None = None) -> list[int]:
     """The ids of a benchmark's scored submissions (the ones a re-scoring covers)."""
     slug = runtime.definition(slug).slug
-    tests = select(Benchmark.id).where(Benchmark.slug == slug)
+    tests = select(TestSet.id).where(TestSet.slug == slug)
     with runtime.sessions() as session:
         return list(
             session.scalars(

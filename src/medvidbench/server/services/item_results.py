@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
-from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.scoring import SampleResult, TaskResult
 from medvidbench.core.submission import MatchedSubmission
 from medvidbench.server.store.models import EvaluationItem
@@ -43,13 +43,13 @@ class StoredItem:
         )
 
 
-def wanted(definition: Definition) -> bool:
+def wanted(definition: Benchmark) -> bool:
     """Whether a benchmark's evaluations keep per-item results (public labels only: a hidden
     test set's items are never shown, so they are never kept)."""
     return definition.labels == "public"
 
 
-def first_metric(definition: Definition, task: str) -> str:
+def first_metric(definition: Benchmark, task: str) -> str:
     """The metric an item is judged by in the browser (a 0-1 score such as an IoU)."""
     return str(definition.scorers()[task].metric_keys[0])
 
@@ -60,7 +60,7 @@ def _display(answer: Any) -> str:
 
 
 def item_rows(
-    definition: Definition, matched: MatchedSubmission, results: Sequence[TaskResult]
+    definition: Benchmark, matched: MatchedSubmission, results: Sequence[TaskResult]
 ) -> list[dict[str, Any]]:
     """The rows to keep for ``results`` (the rule-based tasks' outcomes of one scoring)."""
     rows: list[dict[str, Any]] = []

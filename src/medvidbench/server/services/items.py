@@ -23,7 +23,7 @@ from medvidbench.server.services import item_results
 from medvidbench.server.services.evaluations import current_evaluation
 from medvidbench.server.services.item_results import StoredItem
 from medvidbench.server.services.submissions import get_submission
-from medvidbench.server.store.models import Benchmark, User
+from medvidbench.server.store.models import TestSet, User
 
 PER_PAGE = 50
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
@@ -90,7 +90,7 @@ def item_page(
     """
     sub = get_submission(runtime, submission_id, viewer)
     with runtime.sessions() as session:
-        test_set = session.scalar(select(Benchmark).where(Benchmark.id == sub.benchmark_id))
+        test_set = session.scalar(select(TestSet).where(TestSet.id == sub.benchmark_id))
         assert test_set is not None
         definition = runtime.definition(test_set.slug)
         if definition.labels != "public":
@@ -179,7 +179,7 @@ def item_image(runtime: Runtime, slug: str, key: str) -> tuple[Path, str]:
     draw = definition.presentation.item_drawing
     if folder is None or definition.labels != "public" or draw is None:
         raise NotFoundError("no images are served for this benchmark")
-    from medvidbench.server.services.submissions import current_benchmark
+    from medvidbench.server.services.test_sets import current_benchmark
 
     test_set = current_benchmark(runtime, definition.slug)
     gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)

@@ -26,9 +26,10 @@ from medvidbench.core.evaluation import Report, evaluate
 from medvidbench.core.scoring import TaskResult
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events, item_results
+from medvidbench.server.services import events, item_results
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Board, Entry, Evaluation, Submission
+from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
 
 
 def _now() -> datetime:
@@ -113,7 +114,7 @@ def _report(
 ) -> Scoring:
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
-        bench = session.get(Benchmark, sub.benchmark_id) if sub else None
+        bench = session.get(TestSet, sub.benchmark_id) if sub else None
         assert sub is not None and bench is not None
     gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
     definition = runtime.definition(bench.slug)

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.display import count
 from medvidbench.core.errors import (
+    AccountGoneError,
     ConflictError,
     InvalidSubmissionError,
     NotFoundError,
@@ -29,14 +30,18 @@ from medvidbench.core.errors import (
 )
 from medvidbench.core.statistics import public
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
+from medvidbench.server.roles import STAFF, Role
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services import events
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
+from medvidbench.server.services.boards import would_rank
 from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.teams import check_organisation
-from medvidbench.server.services.visibility import would_rank
+from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Benchmark, Entry, Submission, Team, User
+from medvidbench.server.store.models import Entry, Submission, Team, TestSet, User
 
 MAX_NAME = 120
 MAX_SETTINGS = 20
@@ -64,23 +69,6 @@ def _clean_name(name: str) -> str:
     return name
 
 
-def current_benchmark(runtime: Runtime, slug: str | None = None) -> Benchmark:
-    """The current test set of a hosted benchmark (None: the default benchmark)."""
-    slug = runtime.definition(slug).slug
-    with runtime.sessions() as session:
-        bench = session.scalar(
-            select(Benchmark)
-            .where(Benchmark.is_current, Benchmark.slug == slug)
-            .order_by(Benchmark.id.desc())
-        )
-    if bench is None:
-        raise NotFoundError(
-            f"no test set of {slug!r} is loaded; run "
-            f"'medvidbench benchmarks load GT.json --benchmark {slug}'"
-        )
-    return bench
-
-
 def _lock_quota_holders(session: Any, user: User) -> User:
     """Lock the rows whose quota this submission spends: the user, then their team.
 
@@ -90,7 +78,7 @@ def _lock_quota_holders(session: Any, user: User) -> User:
     """
     row = session.get(User, user.id, with_for_update=True)
     if row is None:
-        raise NotFoundError("your account no longer exists")
+        raise AccountGoneError()
     if row.team_id is not None:
         session.get(Team, row.team_id, with_for_update=True)
         session.refresh(row, with_for_update=True)  # the team may have changed meanwhile
@@ -132,7 +120,7 @@ def quota_windows(session: Any, runtime: Runtime, user: User, slug: str) -> list
     accounts beyond it. The windows roll: a submission frees its place a day (30 days) after
     it was made."""
     now = datetime.now(UTC)
-    same_benchmark = Submission.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug))
+    same_benchmark = Submission.benchmark_id.in_(select(TestSet.id).where(TestSet.slug == slug))
     owner = Submission.user_id == user.id
     if user.team_id is not None:
         owner = or_(owner, Submission.team_id == user.team_id)
@@ -204,7 +192,7 @@ def submit(
         ConflictError: the model name is taken, or the same file was submitted before.
         QuotaExceededError: the team has no submissions left for the period.
     """
-    require_role(user, "submitter", "maintainer")
+    require_role(user, Role.SUBMITTER, Role.MAINTAINER)
     if visibility not in ("public", "private"):
         raise UsageError(f"visibility must be public or private; got {visibility!r}")
     if not user.approved:
@@ -315,9 +303,7 @@ def submit(
         ) from None
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
-    from medvidbench.server.jobs import enqueue_score
-
-    enqueue_score(runtime, sub.id)
+    runtime.queue.enqueue_score(sub.id)
     return sub
 
 
@@ -374,7 +360,7 @@ def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = N
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
-        staff = viewer is not None and viewer.role in ("admin", "maintainer")
+        staff = viewer is not None and viewer.role in STAFF
         private = sub.status in PRIVATE or sub.visibility != "public"
         if not staff and private and (viewer is None or viewer.id != sub.user_id):
             raise NotFoundError(f"no submission {submission_id}")
@@ -386,7 +372,7 @@ def list_submissions(
 ) -> list[Submission]:
     with runtime.sessions() as session:
         query = select(Submission).where(Submission.status != Status.DELETED)
-        if not (everyone and user.role in ("admin", "maintainer")):
+        if not (everyone and user.role in STAFF):
             query = query.where(Submission.user_id == user.id)
         return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
 
@@ -397,7 +383,7 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
             raise NotFoundError(f"no submission {submission_id}")
-        if actor.role != "admin" and actor.id != sub.user_id:
+        if actor.role != Role.ADMIN and actor.id != sub.user_id:
             raise NotFoundError(f"no submission {submission_id}")
         for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
             session.delete(entry)
@@ -420,11 +406,9 @@ def submission_view(
     from medvidbench.server.services import evaluations
 
     sub = get_submission(runtime, submission_id, viewer)
-    owner = viewer is not None and (
-        viewer.id == sub.user_id or viewer.role in ("admin", "maintainer")
-    )
+    owner = viewer is not None and (viewer.id == sub.user_id or viewer.role in STAFF)
     with runtime.sessions() as session:
-        slug = session.scalar(select(Benchmark.slug).where(Benchmark.id == sub.benchmark_id))
+        slug = session.scalar(select(TestSet.slug).where(TestSet.id == sub.benchmark_id))
         definition = runtime.definition(slug)
         ev = evaluations.chosen_evaluation(session, sub.id, definition, evaluation)
         stored = evaluations.evaluations_of(session, sub.id)
@@ -486,8 +470,8 @@ def benchmark_of(runtime: Runtime, submission_id: int) -> str:
     """The slug of the benchmark a submission was made to."""
     with runtime.sessions() as session:
         slug = session.scalar(
-            select(Benchmark.slug)
-            .join(Submission, Submission.benchmark_id == Benchmark.id)
+            select(TestSet.slug)
+            .join(Submission, Submission.benchmark_id == TestSet.id)
             .where(Submission.id == submission_id)
         )
     if slug is None:

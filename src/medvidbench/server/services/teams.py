@@ -12,9 +12,16 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from medvidbench.core.errors import ConflictError, NotFoundError, PermissionDeniedError, UsageError
+from medvidbench.core.errors import (
+    AccountGoneError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    UsageError,
+)
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.accounts import audit
+from medvidbench.server.services.audit import audit
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Team, User
 
@@ -72,13 +79,13 @@ def join_or_request(session: Session, user: User, name: str, *, trusted: bool = 
 
 
 def _may_decide(actor: User, team: Team) -> bool:
-    return actor.role == "admin" or team.owner_id == actor.id
+    return actor.role == Role.ADMIN or team.owner_id == actor.id
 
 
 def pending_requests(session: Session, actor: User) -> list[tuple[User, Team]]:
     """Join requests the actor may decide: for teams they own (an admin: every team)."""
     query = select(User, Team).join(Team, User.requested_team_id == Team.id)
-    if actor.role != "admin":
+    if actor.role != Role.ADMIN:
         query = query.where(Team.owner_id == actor.id)
     return [(row[0], row[1]) for row in session.execute(query.order_by(User.id)).all()]
 
@@ -152,7 +159,7 @@ def standing(session: Session, user: User) -> TeamStanding:
     join that they may decide."""
     me = session.get(User, user.id)
     if me is None:
-        raise NotFoundError("your account no longer exists")
+        raise AccountGoneError()
     team = session.get(Team, me.team_id) if me.team_id else None
     return TeamStanding(
         team=team,
@@ -168,7 +175,7 @@ def standing(session: Session, user: User) -> TeamStanding:
 def _me(session: Session, user: User) -> User:
     row = session.get(User, user.id)
     if row is None:
-        raise NotFoundError("your account no longer exists")
+        raise AccountGoneError()
     return row
 
 

@@ -3,23 +3,24 @@ an administrator's reversible hiding, and where a private run would rank."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.errors import ConflictError, NotFoundError, UsageError
 from medvidbench.server.lifecycle import Status
+from medvidbench.server.roles import STAFF, Role
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services import board_cache, events
-from medvidbench.server.services.accounts import audit, require_role
+from medvidbench.server.services import events
+from medvidbench.server.services.accounts import require_role
+from medvidbench.server.services.audit import audit
 from medvidbench.server.services.names import held_publicly
+from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Submission, User
 
 
 def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) -> None:
     """Take a submission off every board, or put it back (admins; audited and logged)."""
-    require_role(actor, "admin")
+    require_role(actor, Role.ADMIN)
     with transaction(runtime.sessions) as session:
         sub = session.get(Submission, submission_id)
         if sub is None or sub.status == Status.DELETED:
@@ -58,7 +59,7 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
         # withdrawal and a publish sent at once then run one after the other, and the second
         # sees the first's result, so a withdrawal is never undone.
         sub = session.get(Submission, submission_id, with_for_update=True)
-        staff = user.role in ("admin", "maintainer")
+        staff = user.role in STAFF
         if sub is None or sub.status == Status.DELETED or (not staff and sub.user_id != user.id):
             raise NotFoundError(f"no submission {submission_id}")
         if sub.visibility == "withdrawn":
@@ -85,17 +86,3 @@ def _name_taken(name: str) -> ConflictError:
         "run cannot be published under it; withdraw it and submit the file again under "
         "another name"
     )
-
-
-def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:
-    """Where a private submission's metrics would rank on its benchmark's community board."""
-    from medvidbench.core.ranking import rank_rows
-    from medvidbench.server.services.boards import board_rows
-
-    definition = runtime.definition(slug)
-    rows = [
-        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
-    ]
-    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
-    rank = next(r.rank for r in ranked if r.key == "this")
-    return rank, len(ranked)

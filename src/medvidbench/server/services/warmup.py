@@ -15,7 +15,7 @@ def warm_up(runtime: Runtime) -> None:
 
     try:
         from medvidbench.server.services.boards import KINDS, board_rows
-        from medvidbench.server.services.submissions import current_benchmark
+        from medvidbench.server.services.test_sets import current_benchmark
 
         for slug in runtime.hosted:
             bench = current_benchmark(runtime, slug)

@@ -1,7 +1,8 @@
 """Database tables (SQLAlchemy 2). Tables only: queries live in the services.
 
 One schema serves SQLite (the embedded default) and PostgreSQL. JSON columns hold metric
-dictionaries and provenance; every status and role is a short string checked by the services.
+dictionaries and provenance; every status and role is a short string (the value of a
+``Status`` or a ``Role``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from medvidbench.server.lifecycle import ACTIVE_SQL, Status
+from medvidbench.server.lifecycle import ACTIVE_SQL
+from medvidbench.server.roles import Role
 
 
 def utcnow() -> datetime:
@@ -36,17 +38,17 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
-# Submissions in these states count (quota, duplicate files); the others do not.
-ACTIVE = ACTIVE_SQL
+# Submissions in ACTIVE_SQL's states count (quota, duplicate files); the others do not.
 # These hold their model name against everyone (a private run's name is nobody else's business).
 HOLDS_NAME = f"{ACTIVE_SQL} AND visibility = 'public'"
 
 
-class Benchmark(Base):
+class TestSet(Base):
     """A loaded test set of one benchmark plug-in (``slug``), identified by its ground-truth
     file's hash; each slug has at most one current test set, and boards belong to it."""
 
-    __tablename__ = "benchmarks"
+    __tablename__ = "benchmarks"  # the table keeps the name of earlier versions
+    __test__ = False  # not a pytest test class, whatever its name
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(
         String(40), default="medvidbench", server_default="medvidbench", index=True
@@ -79,7 +81,7 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(40), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
-    role: Mapped[str] = mapped_column(String(20), default="submitter")
+    role: Mapped[str] = mapped_column(String(20), default=Role.SUBMITTER.value)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
     # A request to join a team, waiting for its owner or an admin.
     requested_team_id: Mapped[int | None] = mapped_column(
@@ -160,7 +162,7 @@ class Submission(Base):
     record_count: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str] = mapped_column(String(20), default="")
     missing_tasks: Mapped[list[Any]] = mapped_column(default=list)
-    status: Mapped[str] = mapped_column(String(20), default=Status.RECEIVED.value)
+    status: Mapped[str] = mapped_column(String(20))  # a Status, always given
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # every claim, all steps
     step_attempts: Mapped[int] = mapped_column(

@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
-from medvidbench.core.benchmark import Benchmark as Definition
+from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime, storing
@@ -21,15 +21,15 @@ from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.boards import compare as compare_rows
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.submissions import (
-    current_benchmark,
     list_submissions,
     quota,
     submission_view,
     submit,
 )
+from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.models import User
-from medvidbench.server.web import deps
+from medvidbench.server.web import deps, schemas
 from medvidbench.server.web.limits import PayloadTooLargeError
 from medvidbench.server.web.schemas import SubmissionCreated
 
@@ -38,11 +38,11 @@ Rt = Annotated[Runtime, Depends(deps.runtime)]
 CHUNK = 1 << 20
 
 
-def _definition(rt: Runtime, slug: str | None) -> Definition:
+def _definition(rt: Runtime, slug: str | None) -> Benchmark:
     return rt.definition(slug)
 
 
-@router.get("/health")
+@router.get("/health", response_model=schemas.Health)
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
     ``demo`` describe the default benchmark's test set; null before one is loaded: a server
@@ -62,13 +62,13 @@ def health(rt: Rt) -> dict[str, Any]:
     }
 
 
-@router.get("/benchmarks")
+@router.get("/benchmarks", response_model=list[schemas.BenchmarkSummary])
 def benchmarks(rt: Rt) -> list[dict[str, Any]]:
     """The hosted benchmarks and their current test sets (ground truth is never served)."""
     return [h.summary() for h in catalogue.hosted(rt)]
 
 
-@router.get("/benchmarks/{slug}")
+@router.get("/benchmarks/{slug}", response_model=schemas.BenchmarkDetail)
 def benchmark(rt: Rt, slug: str) -> dict[str, Any]:
     """One benchmark: its definition's metadata and its current test set."""
     found = next(h for h in catalogue.hosted(rt) if h.slug == _definition(rt, slug).slug)
@@ -302,7 +302,7 @@ def my_quota(
     }
 
 
-@router.get("/submissions")
+@router.get("/submissions", response_model=list[schemas.SubmissionListed])
 def my_submissions(rt: Rt, user: Annotated[User, Depends(deps.api_user)]) -> list[dict[str, Any]]:
     """Your submissions, newest first."""
     return [
@@ -317,7 +317,7 @@ def my_submissions(rt: Rt, user: Annotated[User, Depends(deps.api_user)]) -> lis
     ]
 
 
-@router.post("/submissions/{submission_id}/visibility")
+@router.post("/submissions/{submission_id}/visibility", response_model=schemas.VisibilityChanged)
 def change_visibility(
     rt: Rt,
     submission_id: deps.DbId,
@@ -329,7 +329,7 @@ def change_visibility(
     return {"id": submission_id, "visibility": visibility}
 
 
-@router.get("/submissions/{submission_id}")
+@router.get("/submissions/{submission_id}", response_model=schemas.SubmissionPublic)
 def submission(
     request: Request, rt: Rt, submission_id: deps.DbId, evaluation: deps.EvaluationId = None
 ) -> dict[str, Any]:
@@ -341,16 +341,24 @@ def submission(
 # Benchmark-scoped routes, and the single-benchmark paths of earlier versions (same handlers,
 # the default benchmark), kept so that existing clients and links do not break.
 _SCOPED: tuple[tuple[str, str, Any, dict[str, Any]], ...] = (
-    ("/metrics", "GET", metrics, {}),
-    ("/boards/{kind}", "GET", board, {"response_model": None}),
-    ("/entries/{entry_id}", "GET", entry, {}),
-    ("/compare", "GET", compare, {}),
-    ("/quota", "GET", my_quota, {}),
+    ("/metrics", "GET", metrics, {"response_model": schemas.MetricTable}),
+    (
+        "/boards/{kind}",
+        "GET",
+        board,
+        {
+            "response_model": list[schemas.BoardRowPublic],
+            "responses": {200: {"content": {"text/csv": {}}}},  # ?format=csv
+        },
+    ),
+    ("/entries/{entry_id}", "GET", entry, {"response_model": schemas.BoardEntry}),
+    ("/compare", "GET", compare, {"response_model": schemas.Comparison}),
+    ("/quota", "GET", my_quota, {"response_model": schemas.Quota}),
     (
         "/submissions",
         "POST",
         create_submission,
-        {"status_code": 202, "response_model": SubmissionCreated},
+        {"status_code": 202, "response_model": schemas.SubmissionCreated},
     ),
 )
 for _path, _method, _endpoint, _options in _SCOPED:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from medvidbench import __version__
 from medvidbench.core.errors import MedVidBenchError, NotFoundError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
+from medvidbench.server.web import deps
 from medvidbench.server.web.limits import BodyLimit, LoginThrottle, SlowWork
 from medvidbench.server.web.middleware import SecurityHeaders, UploadGate, is_upload
 from medvidbench.server.web.render import templates
@@ -41,17 +41,6 @@ API_DOCS = """<!doctype html>
 """
 
 
-def secret_key(runtime: Runtime) -> str:
-    """The configured key, or one generated once into the data folder (owner-only)."""
-    if runtime.settings.secret_key is not None:
-        return runtime.settings.secret_key.get_secret_value()
-    path = runtime.data_dir / "secret_key"
-    if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(48))
-    return path.read_text().strip()
-
-
 def create_app(runtime: Runtime) -> FastAPI:
     """A complete app (pages, API, static files) over one runtime."""
     from medvidbench.server.web import api, pages
@@ -72,7 +61,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     app.add_middleware(UploadGate, runtime=runtime)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=secret_key(runtime),
+        secret_key=deps.secret_key(runtime),
         same_site="lax",
         session_cookie="mvb_session",
         max_age=SESSION_DAYS * 24 * 3600,

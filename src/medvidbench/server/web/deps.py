@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from fastapi import Path, Query, Request
 
 from medvidbench.core.errors import AuthenticationError, PermissionDeniedError
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import accounts
 from medvidbench.server.services.accounts import require_role
@@ -68,7 +69,7 @@ def api_user(request: Request) -> User:
 
 
 def admin_user(request: Request) -> User:
-    return require_role(current_user(request), "admin")
+    return require_role(current_user(request), Role.ADMIN)
 
 
 def csrf_token(request: Request) -> str:
@@ -127,3 +128,14 @@ def entry_ids(values: list[str]) -> tuple[list[int], list[str]]:
                 value if len(value) <= 24 else f"{value[:20]}... ({len(value):,} characters)"
             )
     return list(dict.fromkeys(ids)), bad
+
+
+def secret_key(runtime: Runtime) -> str:
+    """The configured key, or one generated once into the data folder (owner-only)."""
+    if runtime.settings.secret_key is not None:
+        return runtime.settings.secret_key.get_secret_value()
+    path = runtime.data_dir / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(48))
+    return path.read_text().strip()

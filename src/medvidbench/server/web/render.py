@@ -72,7 +72,7 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
     definition = context.pop("definition", None) or (rt.definition(slug) if slug else None)
     demo = context.pop("demo", None)
     if demo is None and slug is not None:
-        from medvidbench.server.services.submissions import current_benchmark
+        from medvidbench.server.services.test_sets import current_benchmark
 
         demo = current_benchmark(rt, slug).is_demo
     html = (

@@ -1,8 +1,26 @@
-"""API shapes (the request and response bodies of ``/api/v1``)."""
+"""API shapes (the request and response bodies of ``/api/v1``).
+
+Each route declares one of these as its response model, so ``/openapi.json`` describes what it
+returns. The bodies are the ones earlier versions sent: numbers are ``int | float`` where a
+stored value may be either, so that a whole number is never re-written as ``1.0``, and the
+open-ended parts (per-task details, judge provenance, statistics) are objects whose keys
+depend on the benchmark.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import dataclasses
+import functools
+import operator
+from types import GenericAlias, UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, create_model
+
+from medvidbench.server.services.boards import BoardRow
+
+Number = int | float
+Json = dict[str, Any]
 
 
 class SubmissionCreated(BaseModel):
@@ -13,3 +31,252 @@ class SubmissionCreated(BaseModel):
     url: str
     visibility: str = "public"
     warnings: list[str] = []
+
+
+class JudgeSummary(BaseModel):
+    """Whether this server judges captions, and with which model (never the key)."""
+
+    enabled: bool
+    endpoint: str | None
+    model: str | None
+    reason: str | None
+
+
+class Health(BaseModel):
+    """Liveness, and the default benchmark's current test set."""
+
+    status: str
+    version: str
+    benchmark: str
+    samples: int
+    demo: bool
+    benchmarks: list[str]
+    judge: JudgeSummary
+
+
+class BenchmarkSummary(BaseModel):
+    """A hosted benchmark and its current test set (null fields: none is loaded)."""
+
+    slug: str
+    title: str
+    version: str
+    scorer_version: str
+    labels: str
+    url: str
+    api: str
+    id: int | None
+    name: str | None
+    sha256: str | None
+    samples: int | None
+    tasks: dict[str, int] | None
+    demo: bool | None
+
+
+class MetricTable(BaseModel):
+    """The metrics (with their group), tasks and profiles a benchmark's definition declares."""
+
+    benchmark: str
+    scorer_version: str
+    metrics: list[Json]
+    tasks: list[Json]
+    profiles: list[Json]
+
+
+class BenchmarkDetail(BaseModel):
+    """One benchmark: its summary (``tasks`` here are the definition's tasks, not the test
+    set's counts), its About text and provenance, and its metric table."""
+
+    slug: str
+    title: str
+    version: str
+    scorer_version: str
+    labels: str
+    url: str
+    api: str
+    id: int | None
+    name: str | None
+    sha256: str | None
+    samples: int | None
+    tasks: list[Json]
+    demo: bool | None
+    about: str
+    identity: str
+    citation: str
+    links: dict[str, str]
+    licence: str
+    benchmark: str
+    metrics: list[Json]
+    profiles: list[Json]
+
+
+def _loose(kind: Any) -> Any:
+    """``kind`` with every ``float`` read as ``int | float`` (a whole number stays whole)."""
+    if kind is float:
+        return Number
+    args = get_args(kind)
+    if not args:
+        return kind
+    loose = tuple(_loose(a) for a in args)
+    if get_origin(kind) in (Union, UnionType):
+        return functools.reduce(operator.or_, loose)
+    return get_origin(kind)[loose]
+
+
+def _row_model(name: str, doc: str, before: dict[str, Any], after: dict[str, Any]) -> Any:
+    """A response model with a board row's fields (read from :class:`BoardRow`, so the two
+    cannot drift apart), ``before`` them and ``after`` them."""
+    hints = get_type_hints(BoardRow)
+    fields: dict[str, Any] = dict(before)
+    for f in dataclasses.fields(BoardRow):
+        kind = _loose(hints[f.name])
+        if f.default is not dataclasses.MISSING:
+            fields[f.name] = (kind, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            fields[f.name] = (kind, f.default_factory())
+        else:
+            fields[f.name] = (kind, ...)
+    fields.update(after)
+    return create_model(name, __doc__=doc, **fields)
+
+
+# Built from BoardRow's fields at import: values for ``response_model``, not types to annotate.
+BoardRowPublic = _row_model("BoardRowPublic", "One ranked row of a board.", {}, {})
+BoardEntry = _row_model(
+    "BoardEntry", "One board entry and the board it is on.", {"board": (str, ...)}, {}
+)
+ComparedEntry = _row_model(
+    "ComparedEntry",
+    "A compared entry: its row, and each metric on 0-1 with 1 the best.",
+    {},
+    {"normalised": (dict[str, Number | None], ...)},
+)
+
+
+class MetricDifference(BaseModel):
+    """One metric of an entry minus the reference entry, with its paired 95 % interval."""
+
+    difference: Number | None
+    interval: list[Number] | None
+    distinguishable: bool | None
+
+
+class EntryDifferences(BaseModel):
+    """An entry against the first one compared (``note`` says why when they cannot be
+    paired)."""
+
+    reference: str
+    other: str
+    note: str
+    metrics: dict[str, MetricDifference]
+
+
+_COMPARISON: dict[str, Any] = {
+    "benchmark": (str, ...),
+    "metrics": (list[str], ...),
+    "columns": (dict[str, str], ...),
+    "entries": (GenericAlias(list, (ComparedEntry,)), ...),  # list[ComparedEntry]
+    "differences": (list[EntryDifferences], ...),
+}
+Comparison = create_model(
+    "Comparison",
+    __doc__="Two to four entries side by side, and each after the first minus the first.",
+    **_COMPARISON,
+)
+
+
+class QuotaWindowPublic(BaseModel):
+    """One rolling quota window (a limit of 0: no limit)."""
+
+    period: str
+    limit: int
+    used: int
+    remaining: int
+    resets_at: str | None
+
+
+class Quota(BaseModel):
+    """Your (and your team's) submissions left on a benchmark, per rolling window."""
+
+    benchmark: str
+    windows: list[QuotaWindowPublic]
+
+
+class SubmissionListed(BaseModel):
+    """One of your submissions, in the list of them."""
+
+    id: int
+    model_name: str
+    status: str
+    created_at: str
+    error: str | None
+
+
+class VisibilityChanged(BaseModel):
+    """A submission's new visibility."""
+
+    id: int
+    visibility: str
+
+
+class TimelineStep(BaseModel):
+    state: str
+    reached: bool
+
+
+class EvaluationListed(BaseModel):
+    """One stored evaluation of a submission (re-scores included); ``on_boards``: the one the
+    boards use, ``shown``: the one this answer shows."""
+
+    id: int
+    profile: str
+    scorer_version: str
+    judge: str | None
+    judge_id: str | None
+    at: str
+    on_boards: bool
+    shown: bool
+
+
+class LogLine(BaseModel):
+    """One step of a submission's log (error texts for its submitter and staff only)."""
+
+    at: str
+    kind: str
+    message: str
+
+
+class SubmissionPublic(BaseModel):
+    """A submission's state, scores, evaluations, warnings and log."""
+
+    id: int
+    benchmark: str
+    model_name: str
+    model_url: str | None
+    team: str
+    status: str
+    shown_status: str
+    timeline: list[TimelineStep]
+    final: bool
+    judge_on: bool
+    judged: bool
+    created_at: str
+    verdict: str
+    missing_tasks: list[str]
+    records: int
+    error: str | None
+    settings: Json
+    evaluation_id: int | None
+    metrics: dict[str, Number | None] | None
+    per_task: Json
+    per_dataset: Json
+    judge: Json | None
+    profile: str | None
+    scorer_version: str | None
+    statistics: Json | None
+    evaluations: list[EvaluationListed]
+    hidden: bool
+    visibility: str
+    would_rank: tuple[int, int] | None
+    warnings: list[str] | None
+    log: list[LogLine]
+    owner: bool

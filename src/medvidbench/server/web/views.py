@@ -10,7 +10,7 @@ from medvidbench.core.benchmark import Benchmark, Metric
 from medvidbench.core.config import judge_wanted
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import KINDS, BoardRow, board_rows
-from medvidbench.server.services.submissions import current_benchmark
+from medvidbench.server.services.test_sets import current_benchmark
 
 PER_PAGE = 100  # keeps every page's HTML far under 300 KB on boards of thousands
 

@@ -16,15 +16,16 @@ QUESTIONS_FILE = "medvidbench_questions.jsonl"
 _MARKER = "__QUESTIONS_JSONL__"
 
 
-def task_files(questions: Sequence[Mapping[str, Any]] | None, folder: Path) -> dict[str, bytes]:
+def task_files(
+    questions: Sequence[Mapping[str, Any]] | None, views: Sequence[Any] | None, folder: Path
+) -> dict[str, bytes]:
     """The task's files for ``folder``: ``medvidbench.yaml`` (reading the questions from
-    ``folder``), ``utils.py`` and, given the test file's records, the questions as JSONL.
+    ``folder``), ``utils.py`` and, given the test file's records and their question views
+    (``importers.question_view``, which imports this module), the questions as JSONL.
 
     Every field of a question line has one type in every line, as the JSON loader of
     Hugging Face ``datasets`` (which lmms-eval uses) requires.
     """
-    from medvidbench.benchmarks.medvidbench.importers import question_view
-
     here = resources.files(__package__)
     data_path = json.dumps(str((folder / QUESTIONS_FILE).resolve()))
     files = {
@@ -36,7 +37,7 @@ def task_files(questions: Sequence[Mapping[str, Any]] | None, folder: Path) -> d
     }
     if questions is not None:
         lines = []
-        for q, rec in zip(question_view(questions), questions, strict=True):
+        for q, rec in zip(views or (), questions, strict=True):
             video = rec.get("video")
             frames = [str(f) for f in video] if isinstance(video, list) else []
             doc = {

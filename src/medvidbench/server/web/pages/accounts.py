@@ -16,13 +16,13 @@ from medvidbench.server.services import accounts, teams
 from medvidbench.server.services.submissions import list_submissions
 from medvidbench.server.store.models import User
 from medvidbench.server.web import token_reveal
-from medvidbench.server.web.app import secret_key
 from medvidbench.server.web.deps import (
     DbId,
     check_csrf,
     current_user,
     log_in,
     log_out,
+    secret_key,
 )
 from medvidbench.server.web.limits import network_of
 from medvidbench.server.web.pages.common import see as _see
@@ -130,7 +130,7 @@ def _account_page(
     request: Request, user: User, secret: str | None = None, status: int = 200, error: str = ""
 ) -> Response:
     rt = request.app.state.runtime
-    tokens = accounts.tokens_of(rt, user)
+    tokens = accounts.list_tokens(rt, user)
     place = teams.standing_of(rt, user)
     response = page(
         request,
@@ -166,7 +166,7 @@ async def token_create(request: Request) -> Response:
     check_csrf(request, form)
     rt = request.app.state.runtime
     secret = token_reveal.new_secret(request, secret_key(rt))
-    accounts.issue_token(rt, user, str(form.get("name", "token")), secret)
+    accounts.create_token(rt, user, str(form.get("name", "token")), secret)
     # Shown once, on the page this redirects to: a reload there creates nothing. Only a seed
     # travels in the session cookie (see token_reveal).
     return _see("/account#tokens")
@@ -219,6 +219,4 @@ async def team_decide(request: Request, user_id: DbId) -> Response:
 
 @router.post("/account/tokens/{token_id}/revoke")
 async def token_revoke(request: Request, token_id: DbId) -> Response:
-    return await _account_action(
-        request, lambda rt, me, _: accounts.withdraw_token(rt, me, token_id)
-    )
+    return await _account_action(request, lambda rt, me, _: accounts.revoke_token(rt, me, token_id))

@@ -14,7 +14,7 @@ from medvidbench.core.errors import (
     NotFoundError,
     UsageError,
 )
-from medvidbench.server.services import accounts, administration, boards, entries
+from medvidbench.server.services import accounts, administration, audit, boards, entries
 from medvidbench.server.services.submissions import (
     benchmark_of,
     delete_submission,
@@ -93,7 +93,7 @@ async def admin_action(request: Request, action: str) -> Response:
 
 
 def _role(rt: Any, actor: User, f: dict[str, str]) -> None:
-    accounts.change_role(rt, actor, f.get("username", ""), f.get("role", ""))
+    accounts.set_role(rt, actor, f.get("username", ""), f.get("role", ""))
 
 
 def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
@@ -113,33 +113,21 @@ def _add(rt: Any, actor: User, f: dict[str, str]) -> None:
 
 def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     """Queue a re-score (or a re-judging), then audit it: a refused one writes nothing."""
-    from medvidbench.server.jobs import Jobs
+    from medvidbench.server.services.evaluations import queue_rejudge, queue_rescore
 
     sid = form_id(f.get("submission_id"))
     definition = rt.definition(benchmark_of(rt, sid))  # an unknown id stops here (404)
     kind = f.get("kind", "rescore")
-    if isinstance(rt.queue, Jobs):
-        if kind == "rejudge":
-            from medvidbench.server.services.evaluations import request_rejudge
-
-            if not request_rejudge(rt, sid):
-                raise ConflictError(
-                    f"submission {sid} is not scored yet, so it cannot be re-judged"
-                )
-            rt.queue.judge(sid)
-        else:
-            from medvidbench.server.services.evaluations import request_rescore
-
-            profile = definition.profile(f.get("profile") or None).name
-            if request_rescore(rt, sid, profile):
-                rt.queue.rescore(sid, profile)
-    accounts.record(
-        rt, actor, f"submission.{kind}", f"submission:{sid}", profile=f.get("profile", "")
-    )
+    if kind == "rejudge":
+        if not queue_rejudge(rt, sid):
+            raise ConflictError(f"submission {sid} is not scored yet, so it cannot be re-judged")
+    else:
+        queue_rescore(rt, sid, definition.profile(f.get("profile") or None).name)
+    audit.record(rt, actor, f"submission.{kind}", f"submission:{sid}", profile=f.get("profile", ""))
 
 
 def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
-    accounts.approve(rt, actor, f.get("username", ""))
+    accounts.approve_user(rt, actor, f.get("username", ""))
 
 
 # What each action asks before it is done (the one confirmation; {fields} of its form).

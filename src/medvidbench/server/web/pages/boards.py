@@ -15,7 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
 from medvidbench.server.services import boards, catalogue
-from medvidbench.server.services.submissions import current_benchmark, quota, submit
+from medvidbench.server.services.submissions import quota, submit
+from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
 from medvidbench.server.web.deps import check_csrf, current_user, entry_ids

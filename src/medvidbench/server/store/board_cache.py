@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from medvidbench.server.store.models import Benchmark, Submission
+from medvidbench.server.store.models import Submission, TestSet
 
 T = TypeVar("T")
 
@@ -25,9 +25,7 @@ T = TypeVar("T")
 def bump(session: Session, benchmark_id: int) -> None:
     """Mark every board of a benchmark as changed (in the caller's transaction)."""
     session.execute(
-        update(Benchmark)
-        .where(Benchmark.id == benchmark_id)
-        .values(generation=Benchmark.generation + 1)
+        update(TestSet).where(TestSet.id == benchmark_id).values(generation=TestSet.generation + 1)
     )
 
 
@@ -41,9 +39,7 @@ def bump_for_submission(session: Session, submission_id: int) -> None:
 
 
 def generation(session: Session, benchmark_id: int) -> int:
-    return int(
-        session.scalar(select(Benchmark.generation).where(Benchmark.id == benchmark_id)) or 0
-    )
+    return int(session.scalar(select(TestSet.generation).where(TestSet.id == benchmark_id)) or 0)
 
 
 class BoardCache:

@@ -1,0 +1,141 @@
+"""The ``medvidbench`` Typer app and what every command module shares.
+
+Command modules (:mod:`~medvidbench.cli.offline`, :mod:`~medvidbench.cli.server`,
+:mod:`~medvidbench.cli.rewards`, ...) import the shared options, the error handling and the
+typed :func:`runtime` accessor from here; none of them adds itself to :data:`app`.
+:mod:`medvidbench.cli.main` imports each command module and adds its commands explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+
+import typer
+from rich.markup import escape
+
+from medvidbench import __version__
+from medvidbench.cli import consoles
+from medvidbench.core.errors import MedVidBenchError, UsageError
+
+if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
+    from medvidbench.core.benchmark import Benchmark
+    from medvidbench.core.judge.client import Judge
+    from medvidbench.server.runtime import Runtime
+
+app = typer.Typer(
+    name="medvidbench",
+    help="Evaluate medical video-language models on MedVidBench, and run its leaderboard.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # Plain help text: Typer's rich help pulls in a Markdown renderer (~40 ms on every --help).
+    rich_markup_mode=None,
+)
+# soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
+# printed for the reader to copy (serve's banner) stays whole.
+err = consoles.console(stderr=True, soft_wrap=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def friendly(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn our own errors into a message and an exit code instead of a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except MedVidBenchError as exc:
+            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"medvidbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+    no_color: Annotated[
+        bool,
+        typer.Option(
+            "--no-color",
+            help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
+        ),
+    ] = False,
+) -> None:
+    """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
+    if no_color:
+        consoles.use_plain_output(err)
+
+
+# --- shared options ---------------------------------------------------------------------------
+
+BenchmarkSlug = Annotated[
+    str | None,
+    typer.Option(
+        "--benchmark",
+        envvar="MEDVIDBENCH_BENCHMARK",
+        help="Benchmark slug (default: MEDVIDBENCH_BENCHMARK, else the only installed or hosted "
+        "benchmark, else medvidbench).",
+    ),
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Data folder (default: MEDVIDBENCH_DATA_DIR, else ./medvidbench-data in the "
+        "current folder).",
+    ),
+]
+
+
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` command-line options (``--option``) as a mapping."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def judge_for(judge: str, model: str | None, cache: Path | None, bench: Benchmark) -> Judge | None:
+    """The ``--judge`` option's judge: None for ``none``; for ``openai`` the one the settings
+    describe (the client is imported only for a run that judges)."""
+    if judge not in ("none", "openai"):
+        raise UsageError(f"unknown judge {judge!r}; expected none or openai")
+    if judge == "none":
+        return None
+    from medvidbench.library import judge_from_settings
+
+    chosen: Judge = judge_from_settings(bench, model, cache)
+    return chosen
+
+
+def runtime(data_dir: Path | None, migrate: bool = True) -> Runtime:
+    """The server's runtime for a command, from settings (``--data-dir`` over the environment),
+    its database migrated first unless ``migrate`` is false."""
+    from medvidbench.core.config import load_settings
+    from medvidbench.server.runtime import Runtime
+
+    # Everything a server process writes (database, queue, uploads, the hidden test set, demo
+    # files) is for its owner alone; Runtime sets the modes too, this covers what others create.
+    os.umask(0o077)
+    rt = Runtime(load_settings(data_dir=data_dir))
+    if migrate:
+        rt.upgrade_database()
+    return rt
