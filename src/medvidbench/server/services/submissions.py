@@ -28,6 +28,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.core.statistics import public
+from medvidbench.server import checkpoints
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import board_cache, events
@@ -222,14 +223,20 @@ def submit(
             f"the file is {size:,} bytes, over the limit of "
             f"{runtime.settings.max_submission_bytes:,}"
         )
-    report = runtime.upload_checker.check(
-        definition,
-        data,
-        gt,
-        runtime.benchmark_path(bench.gt_sha256),
-        bench.gt_sha256,
-        filename,
-    )
+    kept = runtime.incoming_path()  # the valid file's matched submission, for the score step
+    try:
+        report = runtime.upload_checker.check(
+            definition,
+            data,
+            gt,
+            runtime.benchmark_path(bench.gt_sha256),
+            bench.gt_sha256,
+            filename,
+            keep=kept,
+        )
+    except BaseException:
+        kept.unlink(missing_ok=True)
+        raise
     base = {
         "benchmark_id": bench.id,
         "user_id": user.id,
@@ -249,6 +256,7 @@ def submit(
         if problem is not None:  # the board's profile could not score it: refuse it now
             report.errors.add(Problem("bad-option", problem))
     if not report.ok:
+        kept.unlink(missing_ok=True)
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
             rejected = Submission(
@@ -274,7 +282,11 @@ def submit(
         raise InvalidSubmissionError(report.errors, filename)
     # Compressed and written before the transaction, which then only renames it: the database
     # (SQLite's single writer) is never held while a large file is written.
-    staged = runtime.stage(data)
+    try:
+        staged = runtime.stage(data)
+    except BaseException:
+        kept.unlink(missing_ok=True)
+        raise
     try:
         with transaction(runtime.sessions) as session:
             holder = _lock_quota_holders(session, user)
@@ -291,7 +303,9 @@ def submit(
             )
             session.add(sub)
             session.flush()
-            staged.replace(runtime.submission_path(sub.id))
+            stored = runtime.submission_path(sub.id)
+            staged.replace(stored)
+            kept.replace(checkpoints.matched_path(stored))
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
@@ -313,6 +327,7 @@ def submit(
         ) from None
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
+        kept.unlink(missing_ok=True)
     from medvidbench.server.jobs import enqueue_score
 
     enqueue_score(runtime, sub.id)
@@ -402,6 +417,7 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.submission_path(submission_id).unlink(missing_ok=True)
+    checkpoints.discard(runtime.submission_path(submission_id))
 
 
 def submission_view(
