@@ -105,7 +105,8 @@ def test_the_merged_judged_evaluation_equals_a_full_evaluation(
         sub = submit(runtime, make_user(runtime), synthetic["weak"].read_bytes(), "Merged")
         _, judged = evaluations(runtime, sub.id)
         config = JudgeConfig.from_settings(
-            runtime.settings, prompt_version=benchmarks.get("medvidbench").rubric.version  # type: ignore[union-attr]
+            runtime.settings,
+            prompt_version=benchmarks.get("medvidbench").rubric.version,  # type: ignore[union-attr]
         )
         full = library.evaluate(
             synthetic["weak"],
