@@ -33,7 +33,9 @@ def evaluate(
     """Score a prediction file (path, bytes or matched submission) against a test set.
 
     Keyword options are those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``,
-    ``ctx``, ``progress``, ``judge``, ``judge_progress``, ``similarity``).
+    ``ctx``, ``progress``, ``judge``, ``judge_progress``, ``similarity``, ``options``,
+    ``bootstrap``, ``seed``, ``on_result``), which runs its stages (plan, score, judge,
+    assemble) in turn.
     """
     from medvidbench.core.evaluation import evaluate as run
 
@@ -41,10 +43,17 @@ def evaluate(
 
 
 def load_ground_truth(
-    source: str | Path | bytes, *, benchmark: Benchmark | str | None = None
+    source: str | Path | bytes,
+    *,
+    benchmark: Benchmark | str | None = None,
+    max_bytes: int | None = None,
 ) -> Any:
-    """Load and validate a benchmark's test set (raises listing every problem)."""
-    return _resolve(benchmark).load_ground_truth(source)
+    """Load and validate a benchmark's test set (raises listing every problem); no file is
+    read past ``max_bytes`` (None: the default limit)."""
+    bench = _resolve(benchmark)
+    if max_bytes is None:
+        return bench.load_ground_truth(source)
+    return bench.load_ground_truth(source, max_bytes)
 
 
 def validate(
@@ -53,10 +62,14 @@ def validate(
     *,
     benchmark: Benchmark | str | None = None,
     name: str = "",
+    max_bytes: int | None = None,
 ) -> MatchedSubmission:
-    """Validate a prediction file against a loaded test set (never raises on its content)."""
+    """Validate a prediction file against a loaded test set (never raises on its content);
+    no file is read past ``max_bytes`` (None: the default limit)."""
     bench = _resolve(benchmark)
-    return bench.validate_submission(source, ground_truth, name=name)
+    if max_bytes is None:
+        return bench.validate_submission(source, ground_truth, name=name)
+    return bench.validate_submission(source, ground_truth, max_bytes, name=name)
 
 
 _resolve = benchmark

@@ -201,16 +201,13 @@ def evaluate(
     Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
     """
-    from medvidbench import benchmarks
-    from medvidbench.core.evaluation import evaluate as run
-    from medvidbench.core.formats import DEFAULT_MAX_BYTES
+    from medvidbench import library
 
-    bench = benchmarks.get(benchmark)
+    bench = library.benchmark(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
-    limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge, judge_model, judge_cache, bench)
-    gt = bench.load_ground_truth(ground_truth, limit)
-    matched = bench.validate_submission(predictions, gt, limit)
+    gt = library.load_ground_truth(ground_truth, benchmark=bench, max_bytes=max_bytes or None)
+    matched = library.validate(predictions, gt, benchmark=bench, max_bytes=max_bytes or None)
     if not matched.report.ok:
         from medvidbench.cli.terminal import print_validation
 
@@ -223,11 +220,11 @@ def evaluate(
         progress_bar(err, enabled=len(gt) > 20_000 and not as_json) as advance,
         count_bar(err, "judging caption pairs", enabled=llm is not None) as judged,
     ):
-        report = run(
-            bench,
+        report = library.evaluate(
             matched,
             gt,
-            profile=rules.name,
+            rules.name,
+            benchmark=bench,
             tasks=wanted,
             progress=advance,
             judge=llm,
