@@ -1,8 +1,17 @@
-"""Evaluation, one loop for every benchmark: match a submission to the test set, score every
-task with the benchmark's scorers, aggregate into a Report.
+"""Evaluation, one path for every benchmark, in four stages with few parameters each:
 
-A task the submission leaves out is reported as missing and its metrics are null, never 0.
-Judged metrics stay null ("pending") until a judge has scored them.
+- :func:`plan`: load and match what is not loaded yet; choose the tasks scored by rules and
+  those a judge scores;
+- :func:`score`: score every rule-based task (per-sample results kept);
+- :func:`start_judging` / :func:`judge_in_background`: the judge, on a thread of its own (the
+  one judging entry point: training rewards use it too);
+- :func:`assemble`: merge, compute the metrics and the bootstrap intervals into a
+  :class:`~medvidbench.core.report.Report`.
+
+:func:`evaluate` runs them in turn; the server runs them across its steps (the judge step
+merges with the score step's kept results). A task the submission leaves out is reported as
+missing and its metrics are null, never 0. Judged metrics stay null ("pending") until a judge
+has scored them.
 """
 
 from __future__ import annotations
@@ -10,16 +19,32 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
+from medvidbench.core.report import Report, metrics_of, per_dataset_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TestSet
 from medvidbench.core.submission import MatchedSubmission
+
+__all__ = [
+    "JudgeJob",
+    "Judged",
+    "Options",
+    "Plan",
+    "Report",
+    "Scored",
+    "assemble",
+    "evaluate",
+    "finish_judging",
+    "judge_in_background",
+    "judge_plan",
+    "plan",
+    "score",
+    "start_judging",
+]
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
     from medvidbench.core.judge.client import Judge
@@ -27,46 +52,6 @@ if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a ru
 Progress = Callable[[str, int, int], None]
 _EXAMPLES = 3
 _EXAMPLE_CHARS = 200
-
-
-@dataclass(slots=True)
-class Report:
-    """The outcome of one evaluation (JSON-serialisable through :meth:`to_dict`).
-
-    Attributes:
-        metrics: The benchmark's metrics; null when not computed (task missing, not judged).
-        per_dataset: Per source dataset, each metric computed on that dataset's samples.
-        per_task: Per task: status, counts, parse rate and task-specific diagnostics.
-        profile: The metric profile used.
-        scorer_version: Version of the benchmark's scoring rules.
-        judge: Judge provenance, or None when nothing was judged.
-        missing_tasks: Tasks the submission left out.
-        similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
-            ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
-        benchmark: The benchmark's slug.
-        statistics: Bootstrap intervals per metric with their seed, replicate count and cluster
-            rule, and the replicates themselves (base64 float32, for paired comparisons), or
-            None when not asked for (:mod:`medvidbench.core.statistics`).
-    """
-
-    metrics: dict[str, float | None]
-    per_dataset: dict[str, dict[str, Any]]
-    per_task: dict[str, dict[str, Any]]
-    profile: str
-    scorer_version: str
-    judge: dict[str, Any] | None
-    missing_tasks: list[str]
-    submission: dict[str, Any]
-    ground_truth: dict[str, Any]
-    package_version: str = __version__
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    timings: dict[str, float] = field(default_factory=dict)
-    similarity: dict[str, Any] | None = None
-    benchmark: str = ""
-    statistics: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +344,7 @@ def assemble(
         started = time.perf_counter()
         similar = _similarity(judged_scorers, planned)
         timings["similarity"] = time.perf_counter() - started
-    metrics = _metrics(planned.benchmark, results)
+    metrics = metrics_of(planned.benchmark, results)
     statistics = None
     if options.bootstrap:
         started = time.perf_counter()
@@ -369,7 +354,7 @@ def assemble(
     matched, benchmark = planned.matched, planned.benchmark
     return Report(
         metrics=metrics,
-        per_dataset=_per_dataset(results),
+        per_dataset=per_dataset_of(results),
         per_task=per_task,
         profile=planned.rules.name,
         scorer_version=benchmark.scorer_version,
@@ -483,33 +468,6 @@ def _check_tasks(benchmark: Benchmark, tasks: Sequence[str] | None) -> set[str] 
             f"{benchmark.slug!r}; expected some of {', '.join(known)}"
         )
     return set(tasks)
-
-
-def _metrics(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float | None]:
-    """Every declared metric, null unless computed; a metric the benchmark does not declare is
-    the plug-in's bug and stops the evaluation instead of vanishing."""
-    out: dict[str, float | None] = dict.fromkeys(benchmark.metric_keys)
-    for result in results:
-        undeclared = [k for k in result.metrics if k not in out]
-        if undeclared:
-            raise ValueError(
-                f"benchmark {benchmark.slug!r}: the {result.task!r} scorer produced metrics "
-                f"its definition does not declare: {', '.join(undeclared)}"
-            )
-        out.update(result.metrics)
-    if benchmark.derived_metrics is not None:
-        out.update(benchmark.derived_metrics(out))
-    return out
-
-
-def _per_dataset(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for result in results:
-        for dataset, values in result.per_dataset.items():
-            entry = out.setdefault(dataset, {"tasks": {}})
-            entry["tasks"].setdefault(result.task, {}).update(values)
-            entry.update({k: values.get(k) for k in result.metrics})
-    return dict(sorted(out.items()))
 
 
 def _not_scored(result: TaskResult) -> dict[str, int]:

@@ -116,7 +116,7 @@ def _report(
 
     The matched submission comes from the upload's check (the file is matched again only for
     submissions stored before it was kept). The score step (``profile`` None) keeps its
-    rule-based stage when there is something to judge; the judge step then judges only the
+    rule-based stage when there is something to judge and a judge to judge it; the judge step then judges only the
     judged tasks and merges, its bootstrap drawing only the metrics the judge adds.
     """
     with runtime.sessions() as session:
@@ -144,7 +144,7 @@ def _report(
     judged = judge_plan(planned, judge) if judge is not None else None
     prior = stage.statistics if stage is not None else None
     report = assemble(planned, scored, judged, options, prior)
-    if judge is None and profile is None and planned.judged:
+    if judge is None and profile is None and planned.judged and judge_wanted(runtime.settings):
         stage = checkpoints.ScoredStage(
             gt.sha256,
             report.profile,
