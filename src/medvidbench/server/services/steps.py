@@ -116,8 +116,9 @@ def _report(
 
     The matched submission comes from the upload's check (the file is matched again only for
     submissions stored before it was kept). The score step (``profile`` None) keeps its
-    rule-based stage when there is something to judge and a judge to judge it; the judge step then judges only the
-    judged tasks and merges, its bootstrap drawing only the metrics the judge adds.
+    rule-based stage when there is something to judge and a judge to judge it; the judge step
+    then judges only the judged tasks and merges, its bootstrap drawing only the metrics the
+    judge adds.
     """
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
