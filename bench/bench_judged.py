@@ -6,7 +6,8 @@ loopback answering each request after ``--latency`` seconds (default 0.2). Each 
 the demo's strong predictions on a ``--samples`` test set, one answer marked so the file is new.
 Printed: the first submission's time from upload to ``complete`` (every caption pair judged
 afresh), then the median of the others (their pairs are in the judge's cache, but for the marked
-one: what remains is the pipeline's own work: checking, scoring, judging what is new, intervals).
+one: what remains is the pipeline's own work: checking, scoring, judging what is new, intervals,
+and the queue's hand-overs); then the score and judge steps alone, from their log's times.
 
 Usage: python bench/bench_judged.py [--samples 2000] [--repeat 5] [--latency 0.2]
 """
@@ -18,6 +19,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -38,7 +40,7 @@ def main() -> None:
     from medvidbench.server.services.catalogue import load_benchmark
     from medvidbench.server.services.submissions import submit
     from medvidbench.server.store.db import transaction, upgrade
-    from medvidbench.server.store.models import Submission
+    from medvidbench.server.store.models import Submission, SubmissionEvent
 
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=args.latency) as judge:
         files = write_synthetic(
@@ -47,6 +49,7 @@ def main() -> None:
         runtime = Runtime(
             Settings(
                 data_dir=Path(tmp) / "data",
+                benchmarks="medvidbench",
                 quota_per_day=0,
                 quota_per_month=0,
                 judge_base_url=judge.url,
@@ -83,6 +86,7 @@ def main() -> None:
                 latencies.append(time.perf_counter() - started)
         finally:
             consumer.stop(graceful=True)
+        steps = _step_seconds(runtime, SubmissionEvent)
         rest = latencies[1:] or latencies
         print(
             f"upload to complete, {args.samples:,}-sample file, judge at {args.latency * 1000:.0f} "
@@ -90,6 +94,34 @@ def main() -> None:
             f"{latencies[0]:.2f} s, then median {statistics.median(rest):.2f} s over {len(rest)} "
             f"(cached judgements; min {min(rest):.2f}, max {max(rest):.2f})"
         )
+        for step, seconds in steps.items():
+            later = seconds[1:] or seconds
+            print(
+                f"  the {step} step itself (its events' times): first {seconds[0]:.2f} s, then "
+                f"median {statistics.median(later):.2f} s (min {min(later):.2f}, "
+                f"max {max(later):.2f})"
+            )
+
+
+def _step_seconds(runtime: Any, event: Any) -> dict[str, list[float]]:
+    """Each submission's score and judge step, from its start event to its end event."""
+    from sqlalchemy import select
+
+    with runtime.sessions() as session:
+        rows = session.execute(
+            select(event.submission_id, event.kind, event.at).order_by(event.id)
+        ).all()
+    marks: dict[tuple[int, str], Any] = {(sid, kind): at for sid, kind, at in rows}
+    out: dict[str, list[float]] = {}
+    for step, start, end in (
+        ("score", "score started", "scored"),
+        ("judge", "judge started", "judged"),
+    ):
+        for sid in sorted({sid for sid, _, _ in rows}):
+            if (sid, start) in marks and (sid, end) in marks:
+                gap = (marks[sid, end] - marks[sid, start]).total_seconds()
+                out.setdefault(step, []).append(gap)
+    return out
 
 
 if __name__ == "__main__":
