@@ -44,8 +44,8 @@ def rows_of(slug: str, folder: Path, archetypes: tuple[str, ...], tasks: Any) ->
     from medvidbench.rewards import ground_truth_column, spec_of
 
     bench = benchmarks.get(slug)
-    assert bench.synthesise is not None
-    files = bench.synthesise(folder / slug, None, 0)
+    assert bench.demo is not None
+    files = bench.demo.synthesise(folder / slug, None, 0)
     gt = bench.load_ground_truth(files["ground_truth"])
     extras = spec_of(bench).row_extras(gt.samples)
     cols = [ground_truth_column(bench, s, e) for s, e in zip(gt.samples, extras, strict=True)]
@@ -110,7 +110,7 @@ def part_judge(folder: Path, latency: float) -> None:
         "medvidbench", folder, ("strong",), ("video_summary", "region_caption", "dense_captioning")
     )
     texts, gts = [t for t, _ in pool], [g for _, g in pool]
-    assert bench.rubric is not None
+    assert bench.judging is not None
     # the fake judge in its own process: it shares no interpreter lock with the rewarder
     server = subprocess.Popen(
         [sys.executable, "-m", "medvidbench.core.judge.fake_server", "--latency", str(latency)],
@@ -120,7 +120,7 @@ def part_judge(folder: Path, latency: float) -> None:
     try:
         url = (server.stdout.readline() if server.stdout else "").strip()
         config = JudgeConfig(
-            model="fake", base_url=url, api_key="k", prompt_version=bench.rubric.version
+            model="fake", base_url=url, api_key="k", prompt_version=bench.judging.rubric.version
         )
         judge = Judge(config, MemoryJudgeCache())
         rewarder = Rewarder(judge=judge)

@@ -41,8 +41,8 @@ def part_submission(folder: Path, runs: int) -> None:
         ("medsg", ("official", "corrected"), "strong"),
     ):
         bench = benchmarks.get(slug)
-        assert bench.synthesise is not None
-        files = bench.synthesise(folder / slug, None, 0)
+        assert bench.demo is not None
+        files = bench.demo.synthesise(folder / slug, None, 0)
         gt = bench.load_ground_truth(files["ground_truth"])
         for profile in profiles:
             report = evaluate(bench, files[archetype], gt, profile)

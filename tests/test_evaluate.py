@@ -208,7 +208,7 @@ def test_cli_evaluate_refuses_an_invalid_file(synthetic: dict[str, Path], tmp_pa
     result = CliRunner().invoke(
         app, ["evaluate", str(bad), "--ground-truth", str(synthetic["ground_truth"])]
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     judge = CliRunner().invoke(
         app,
         [

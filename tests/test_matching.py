@@ -289,7 +289,10 @@ def test_order_within_a_clip_decides_without_index(small_gt: GroundTruth) -> Non
     records = [records[1], records[4], records[0], records[3], records[2]]
     result = validate_submission(json.dumps(records).encode(), small_gt)
     assert result.predictions == ["answer 1", "answer 0", "answer 2", "answer 3", "answer 4"]
-    assert result.report.warnings.items[0].message.startswith("2 predictions answer clips")
+    assert result.report.order_only == {"tal": 2}
+    assert result.report.warnings.items[0].message.startswith(
+        "task 'tal': 2 predictions were matched to their test question by order alone"
+    )
 
 
 def test_results_json_dict_format_is_matched_by_question(small_gt: GroundTruth) -> None:

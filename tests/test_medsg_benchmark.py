@@ -18,8 +18,8 @@ TASKS = [t.name for t in MEDSG.tasks]
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    assert MEDSG.synthesise is not None
-    return MEDSG.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
+    assert MEDSG.demo is not None
+    return MEDSG.demo.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
 
 
 def run(pred: Path | bytes, gt: Path, **kw: object):  # type: ignore[no-untyped-def]

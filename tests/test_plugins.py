@@ -32,7 +32,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src"), str(ROOT)])}
     env.pop("MEDVIDBENCH_BENCHMARK", None)
     env["COLUMNS"] = "200"  # one table row per line
     return subprocess.run(
@@ -46,7 +46,7 @@ def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_both_benchmarks_are_discovered_through_the_entry_point_group(installed: Path) -> None:
-    assert benchmarks.slugs() == ["medsg", "medvidbench", "tallybench"]
+    assert benchmarks.slugs() == ["mcqa-demo", "medsg", "medvidbench", "tallybench"]
     tally = benchmarks.get("tallybench")
     assert tally.title == "TallyBench" and tally.scorer_version == "0.1.0"
     assert benchmarks.get("medvidbench").scorer_version != tally.scorer_version
@@ -62,7 +62,9 @@ def test_the_default_is_the_only_benchmark_or_the_configured_one(
 
 
 def test_an_unknown_slug_names_the_installed_benchmarks(installed: Path) -> None:
-    with pytest.raises(UsageError, match="installed benchmarks: medsg, medvidbench, tallybench"):
+    with pytest.raises(
+        UsageError, match="installed benchmarks: mcqa-demo, medsg, medvidbench, tallybench"
+    ):
         benchmarks.get("spinebench")
 
 
@@ -85,8 +87,8 @@ def test_discovery_is_cached_and_the_cache_follows_sys_path(
 
 def test_offline_evaluation_through_the_library(installed: Path, tmp_path: Path) -> None:
     tally = benchmarks.get("tallybench")
-    assert tally.synthesise is not None
-    files = tally.synthesise(tmp_path / "set", 30, 1)
+    assert tally.demo is not None
+    files = tally.demo.synthesise(tmp_path / "set", 30, 1)
     exact = evaluate(files["predictions_exact"], files["ground_truth"], benchmark="tallybench")
     sloppy = evaluate(files["predictions_sloppy"], files["ground_truth"], benchmark=tally)
     assert exact.benchmark == "tallybench" and exact.profile == "tally-v1"
@@ -129,8 +131,8 @@ def test_a_metric_the_definition_does_not_declare_is_an_error_not_a_silent_drop(
             return TaskResult("present", {"present_acc": 1.0, "present_f1": 1.0}, {}, {})
 
     broken = dataclasses.replace(tally, scorers=lambda: {"present": Extra()})
-    assert tally.synthesise is not None
-    files = tally.synthesise(tmp_path / "set", 5, 0)
+    assert tally.demo is not None
+    files = tally.demo.synthesise(tmp_path / "set", 5, 0)
     with pytest.raises(ValueError, match="does not declare: present_f1"):
         evaluate(files["predictions_exact"], files["ground_truth"], benchmark=broken)
 

@@ -37,8 +37,8 @@ UNREADABLE = ["", "   \n", "???", "-- !! --"]
 
 @pytest.fixture(scope="module")
 def medsg_demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    assert MEDSG.synthesise is not None
-    return MEDSG.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
+    assert MEDSG.demo is not None
+    return MEDSG.demo.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
 
 
 def columns(bench: Any, gt: Any) -> list[str]:
@@ -375,7 +375,7 @@ def test_caption_rewards_mix_judge_and_similarity_and_reuse_cached_judgements(
     from medvidbench.core.judge.client import Judge, JudgeConfig
     from medvidbench.core.judge.fake_server import FakeJudgeServer
 
-    rubric = MEDVIDBENCH.rubric
+    rubric = MEDVIDBENCH.judging.rubric
     assert rubric is not None
     codes = [a.code for a in rubric.aspects]
     captions = [

@@ -180,8 +180,8 @@ def test_medsg_rows_and_rewards(tmp_path: Path) -> None:
     from medvidbench import benchmarks
 
     medsg = benchmarks.get("medsg")
-    assert medsg.synthesise is not None
-    files = medsg.synthesise(tmp_path / "syn", 200, 1)
+    assert medsg.demo is not None
+    files = medsg.demo.synthesise(tmp_path / "syn", 200, 1)
     done = cli(
         "rewards",
         "prepare",

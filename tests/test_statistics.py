@@ -34,8 +34,8 @@ MEDSG = benchmarks.get("medsg")
 
 @pytest.fixture(scope="module")
 def medsg_demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    assert MEDSG.synthesise is not None
-    return MEDSG.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
+    assert MEDSG.demo is not None
+    return MEDSG.demo.synthesise(tmp_path_factory.mktemp("medsg"), 400, 3)
 
 
 def _design(bench: Any, gt: Any, report_profile: str, predictions: Any) -> tuple[Any, Design]:
@@ -54,12 +54,12 @@ def _design(bench: Any, gt: Any, report_profile: str, predictions: Any) -> tuple
         if task in by_task and matched.report.coverage[task].status == "complete":
             result = scorer.evaluate(*_inputs(task, gt, matched, by_task), profile, ctx)
             parts.append((scorer, result))
-    cluster = bench.cluster_of or (lambda item: str(item.index))
+    cluster = bench.uncertainty.cluster_of or (lambda item: str(item.index))
     design = Design.build(
         [s.linearise(r.samples, profile) for s, r in parts], [cluster(i) for i in gt.samples]
     )
-    if bench.derived_formulas is not None:
-        design.formulas.update(bench.derived_formulas(dict(design.formulas)))
+    if bench.uncertainty.derived_formulas is not None:
+        design.formulas.update(bench.uncertainty.derived_formulas(dict(design.formulas)))
     return parts, design
 
 
@@ -106,7 +106,7 @@ def test_judged_metrics_get_intervals_from_the_judgements_made(
     from medvidbench.core.judge.client import Judge, JudgeConfig
     from medvidbench.core.judge.fake_server import FakeJudgeServer
 
-    assert MEDVIDBENCH.rubric is not None
+    assert MEDVIDBENCH.judging is not None
     for profile in ("leaderboard-v1", "strict-v2"):
         with FakeJudgeServer() as server:
             judge = Judge(
@@ -114,7 +114,7 @@ def test_judged_metrics_get_intervals_from_the_judgements_made(
                     model="j",
                     base_url=server.url,
                     api_key="k",
-                    prompt_version=MEDVIDBENCH.rubric.version,
+                    prompt_version=MEDVIDBENCH.judging.rubric.version,
                 ),
                 MemoryJudgeCache(),
             )
@@ -141,7 +141,7 @@ def test_replicates_equal_a_brute_force_bootstrap(
         keys = [k for k in MEDVIDBENCH.metric_keys if k in design.formulas]
         fast = design.replicates(counts, keys)
         where = {c: n for n, c in enumerate(design.clusters)}
-        cluster_of = [where[MEDVIDBENCH.cluster_of(s)] for s in synthetic_gt.samples]  # type: ignore[misc]
+        cluster_of = [where[MEDVIDBENCH.uncertainty.cluster_of(s)] for s in synthetic_gt.samples]  # type: ignore[misc]
         rules = MEDVIDBENCH.profile(profile)
         for r in range(counts.shape[0]):
             for scorer, result in parts:
@@ -288,10 +288,13 @@ def test_judged_intervals_added_to_a_scored_report_equal_one_evaluation(
     from medvidbench.core.judge.client import Judge, JudgeConfig
     from medvidbench.core.judge.fake_server import FakeJudgeServer
 
-    assert MEDVIDBENCH.rubric is not None
+    assert MEDVIDBENCH.judging is not None
     with FakeJudgeServer() as server:
         config = JudgeConfig(
-            model="j", base_url=server.url, api_key="k", prompt_version=MEDVIDBENCH.rubric.version
+            model="j",
+            base_url=server.url,
+            api_key="k",
+            prompt_version=MEDVIDBENCH.judging.rubric.version,
         )
         whole = evaluate(
             MEDVIDBENCH,

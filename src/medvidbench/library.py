@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.errors import UsageError
 
 if TYPE_CHECKING:
     from medvidbench.core.evaluation import Report
@@ -30,46 +31,66 @@ def evaluate(
     benchmark: Benchmark | str | None = None,
     **options: Any,
 ) -> Report:
-    """Score a prediction file (path, bytes or matched submission) against a test set.
+    """Score predictions against a test set.
 
-    Keyword options are those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``,
-    ``ctx``, ``progress``, ``judge``, ``judge_progress``, ``similarity``, ``options``,
-    ``bootstrap``, ``seed``, ``on_result``), which runs its stages (plan, score, judge,
-    assemble) in turn.
+    Args:
+        predictions: A prediction file (path or bytes), its records (a list of dicts, as
+            ``json.load`` gives them), or a matched submission.
+        ground_truth: A loaded test set, a ground-truth file (path or bytes) or its records.
+        profile: One of the benchmark's profiles (default: its first).
+        benchmark: The benchmark, its slug, or None (the default benchmark).
+        **options: Those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``, ``ctx``,
+            ``progress``, ``judge``, ``judge_progress``, ``similarity``, ``options``,
+            ``bootstrap``, ``seed``, ``on_result``), which runs its stages (plan, score,
+            judge, assemble) in turn.
+
+    Raises:
+        InvalidSubmissionError: when the predictions are invalid, listing every problem.
+        UsageError: for something that is not predictions at all (say, a number).
     """
     from medvidbench.core.evaluation import evaluate as run
+    from medvidbench.core.submission import MatchedSubmission
 
+    predictions, ground_truth = _records(predictions), _records(ground_truth)
+    if not isinstance(predictions, str | Path | bytes | MatchedSubmission):
+        raise UsageError(
+            "expected predictions as a file path, bytes, a list of records or a matched "
+            f"submission, got {type(predictions).__name__}"
+        )
     return run(_resolve(benchmark), predictions, ground_truth, profile, **options)
 
 
+def _records(value: Any) -> Any:
+    """Records in memory (a list, or a dict keyed "0", "1", ...) as the JSON file they would
+    be, so that they are checked exactly as an uploaded file is; anything else unchanged."""
+    if isinstance(value, list | tuple | dict):
+        import msgspec
+
+        try:
+            return msgspec.json.encode(list(value) if isinstance(value, tuple) else value)
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise UsageError(f"the records cannot be read as JSON: {exc}") from None
+    return value
+
+
 def load_ground_truth(
-    source: str | Path | bytes,
-    *,
-    benchmark: Benchmark | str | None = None,
-    max_bytes: int | None = None,
+    source: str | Path | bytes, *, benchmark: Benchmark | str | None = None
 ) -> Any:
-    """Load and validate a benchmark's test set (raises listing every problem); no file is
-    read past ``max_bytes`` (None: the default limit)."""
-    bench = _resolve(benchmark)
-    if max_bytes is None:
-        return bench.load_ground_truth(source)
-    return bench.load_ground_truth(source, max_bytes)
+    """Load and validate a benchmark's test set (raises listing every problem)."""
+    return _resolve(benchmark).load_ground_truth(source)
 
 
 def validate(
-    source: str | Path | bytes,
+    source: str | Path | bytes | list[Any],
     ground_truth: Any,
     *,
     benchmark: Benchmark | str | None = None,
     name: str = "",
-    max_bytes: int | None = None,
 ) -> MatchedSubmission:
-    """Validate a prediction file against a loaded test set (never raises on its content);
-    no file is read past ``max_bytes`` (None: the default limit)."""
+    """Validate a prediction file (path, bytes or its records) against a loaded test set
+    (never raises on its content)."""
     bench = _resolve(benchmark)
-    if max_bytes is None:
-        return bench.validate_submission(source, ground_truth, name=name)
-    return bench.validate_submission(source, ground_truth, max_bytes, name=name)
+    return bench.validate_submission(_records(source), ground_truth, name=name)
 
 
 _resolve = benchmark
@@ -87,4 +108,4 @@ def judge_from_settings(
     from medvidbench.core.judge.client import judge_from_settings as build
 
     bench = _resolve(benchmark)
-    return build(bench.rubric.version if bench.rubric else "", model, cache)
+    return build(bench.judging.rubric.version if bench.judging else "", model, cache)

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task
+from medvidbench.core.benchmark import (
+    Benchmark,
+    DemoData,
+    Metric,
+    Presentation,
+    Profile,
+    Task,
+    TestSetFunctions,
+)
 from medvidbench.core.errors import InvalidGroundTruthError, Problem, ProblemList
 from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
 from medvidbench.core.scoring import (
@@ -212,15 +220,14 @@ BENCHMARK = Benchmark(
         ),
         Metric("present_acc", "Presence acc", "present", "Presence accuracy"),
     ),
-    profiles=(Profile("tally-v1", strict=True, description="The only rules."),),
-    load_ground_truth=load_ground_truth,
-    validate_submission=validate_submission,
+    profiles=(Profile("tally-v1", description="The only rules."),),
+    testset=TestSetFunctions(load=load_ground_truth, match=validate_submission),
     scorers=lambda: {"count": CountScorer(), "present": PresentScorer()},
-    synthesise=synthesise,
-    archetypes=("exact", "sloppy"),
+    demo=DemoData(synthesise=synthesise, archetypes=("exact", "sloppy")),
     labels="public",
-    identity="A prediction names its item by case and task.",
-    about="TallyBench counts objects. It exists only to test the plug-in seam.",
-    licence="CC0",
-    primary_metric="count_err",
+    presentation=Presentation(
+        identity="A prediction names its item by case and task.",
+        about="TallyBench counts objects. It exists only to test the plug-in seam.",
+        licence="CC0",
+    ),
 )

@@ -104,10 +104,9 @@ def test_the_merged_judged_evaluation_equals_a_full_evaluation(
         runtime = judged_runtime(tmp_path, synthetic["ground_truth"], judge.url)
         sub = submit(runtime, make_user(runtime), synthetic["weak"].read_bytes(), "Merged")
         _, judged = evaluations(runtime, sub.id)
-        config = JudgeConfig.from_settings(
-            runtime.settings,
-            prompt_version=benchmarks.get("medvidbench").rubric.version,  # type: ignore[union-attr]
-        )
+        judging = benchmarks.get("medvidbench").judging
+        assert judging is not None
+        config = JudgeConfig.from_settings(runtime.settings, prompt_version=judging.rubric.version)
         full = library.evaluate(
             synthetic["weak"],
             synthetic["ground_truth"],

@@ -32,6 +32,12 @@ def test_public_endpoints(client: TestClient) -> None:
     assert set(bench) == test_set | about  # what a benchmark and its test set are, no labels
     table = client.get("/api/v1/metrics").json()
     assert [m["key"] for m in table["metrics"]] == list(METRIC_KEYS)
+    # each profile with its named rule variants (what a score's rules were, by name)
+    assert table["profiles"][1] == {
+        "name": "strict-v2",
+        "description": table["profiles"][1]["description"],
+        "variants": {"extraction": "tolerant", "scoring": "corrected"},
+    }
     board = client.get("/api/v1/boards/official").json()
     assert len(board) == 19 and all(
         r["badges"] == ["reported"] or "reported" in r["badges"] for r in board

@@ -20,7 +20,7 @@ from tests.web.test_browser import ARTIFACTS, browser  # noqa: F401  (the shared
 ADMIN, RESEARCHER = "boss", "rita"
 PASSWORD = "journey-password-123"
 WIDTHS = (390, 1366, 1920)
-ORDER_WARNING = "matched by order of occurrence within each clip"
+ORDER_WARNING = "matched to their test question by order alone"
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_the_submission_page_holds_the_whole_record(
 ) -> None:
     token = _token(live, browser)
     demo = live["data"] / "demo" / "medvidbench"
-    sid = _upload(live, token, "medvidbench", demo / "predictions_strong.json", "Record Strong")
+    sid = _upload(live, token, "medvidbench", demo / "predictions_shuffled.json", "Record Shuffled")
     _until(live, token, sid, lambda b: b["status"] == "scored")
     admin = logged_in(browser, live, ADMIN)
     admin.goto(f"{live['url']}/admin")

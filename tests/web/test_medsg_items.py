@@ -154,8 +154,8 @@ def test_the_kept_results_are_those_a_fresh_scoring_gives(
     from medvidbench.server.services.items import PER_PAGE, item_page
 
     medsg = benchmarks.get("medsg")
-    assert medsg.synthesise is not None
-    demo = medsg.synthesise(tmp_path / "demo", 400, 3)
+    assert medsg.demo is not None
+    demo = medsg.demo.synthesise(tmp_path / "demo", 400, 3)
     url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
     rt = build_runtime(tmp_path, url, demo["ground_truth"], benchmarks="medsg")
     try:
@@ -178,7 +178,7 @@ def test_the_kept_results_are_those_a_fresh_scoring_gives(
             for row, s, r, text in zip(shown, items, fresh.samples, texts, strict=True):
                 assert row.answer == (text if isinstance(text, str) else str(text))[:600]
                 assert (row.parsed, row.note, row.values) == (r.parsed, r.note, r.values)
-                assert row.drawing == medsg.item_drawing(s, r) | {"image_url": None}
+                assert row.drawing == medsg.presentation.item_drawing(s, r) | {"image_url": None}
                 checked += 1
         assert checked == len(gt.samples)
     finally:

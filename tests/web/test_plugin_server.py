@@ -69,7 +69,8 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
     with live_server(data, env=env) as live:
         # the front page lists both; each benchmark has its own pages
         home = httpx.get(live.url + "/").text
-        assert all(f"/b/{slug}/" in home for slug in ("medsg", "medvidbench", "tallybench"))
+        slugs = ("mcqa-demo", "medsg", "medvidbench", "tallybench")
+        assert all(f"/b/{slug}/" in home for slug in slugs)
         about = httpx.get(live.url + "/b/tallybench/about")
         assert about.status_code == 200
         assert "TallyBench counts objects" in about.text and "lower" in about.text
@@ -122,7 +123,7 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
         )
         assert (
             wrong.status_code == 404
-            and "hosted: medsg, medvidbench, tallybench" in wrong.json()["message"]
+            and "hosted: mcqa-demo, medsg, medvidbench, tallybench" in wrong.json()["message"]
         )
 
     bad = tmp_path / "bad.json"
@@ -130,4 +131,4 @@ def test_a_plugin_benchmark_is_hosted_beside_medvidbench(tmp_path: Path) -> None
     refused = _run(
         env, "benchmarks", "load", str(bad), "--benchmark", "tallybench", "--data-dir", str(data)
     )
-    assert refused.returncode == 2 and "record 0: unknown task 'weigh'" in refused.stderr
+    assert refused.returncode == 5 and "record 0: unknown task 'weigh'" in refused.stderr

@@ -5,33 +5,45 @@ ground truth anywhere in it."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from medvidbench.benchmarks.medvidbench.synth.predictions import shuffle_keeping_groups
 from medvidbench.server.runtime import Runtime
 from tests.web.conftest import login, token_for
 from tests.web.test_api import upload
 
 
 def test_a_scored_submission_logs_its_steps(
-    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path], synthetic_gt: object
+    client: TestClient,
+    web_runtime: Runtime,
+    synthetic: dict[str, Path],
+    synthetic_gt: object,
+    tmp_path: Path,
 ) -> None:
     login(client, web_runtime)
     token = token_for(client)
-    sid = upload(client, token, synthetic["partial"], "Logged").json()["id"]
+    # the partial archetype with its records shuffled: order-only matches, one warning a task
+    records = json.loads(synthetic["partial"].read_text())
+    shuffled = tmp_path / "partial_shuffled.json"
+    shuffled.write_text(json.dumps(shuffle_keeping_groups(records, random.Random(0))))
+    sid = upload(client, token, shuffled, "Logged").json()["id"]
     detail = client.get(f"/api/v1/submissions/{sid}").json()
     kinds = [e["kind"] for e in detail["log"]]
-    # validation's one warning is logged with its text, after the count
-    assert kinds == ["received", "validated", "warning", "score started", "scored"]
+    # validation's warnings are logged with their texts, after the count
+    n = kinds.count("warning")
+    assert n >= 2
+    assert kinds == ["received", "validated", *["warning"] * n, "score started", "scored"]
     validated = detail["log"][1]["message"]
-    assert validated.startswith("validated: partial,") and "1 warning" in validated
+    assert validated.startswith("validated: partial,") and f"{n} warnings" in validated
     assert "not submitted:" in validated
-    assert "matched by order of occurrence" in detail["log"][2]["message"]
-    assert detail["log"][4]["message"].startswith("scored (leaderboard-v1, scorer ")
+    assert "matched to their test question by order alone" in detail["log"][2]["message"]
+    assert detail["log"][-1]["message"].startswith("scored (leaderboard-v1, scorer ")
     assert all(e["at"] for e in detail["log"])
     page = client.get(f"/submissions/{sid}").text
-    assert 'id="log"' in page and "Log (5 events)" in page
+    assert 'id="log"' in page and f"Log ({n + 4} events)" in page
     # no reference answer of the test set appears in the log
     answers = {s.answer for s in synthetic_gt.samples if len(s.answer) > 12}  # type: ignore[attr-defined]
     text = json.dumps(detail["log"])

@@ -8,11 +8,11 @@ A package adds a benchmark by declaring, in its ``pyproject.toml``::
 
 Discovery reads every installed distribution's metadata, which costs more than a cold
 evaluation's whole import time, so the result (slug -> ``module:attribute``) is cached under
-the cache directory, keyed by the distributions on ``sys.path``: each ``*.dist-info`` or
-``*.egg-info`` folder's name (which holds the version) and its ``entry_points.txt``'s
-modification time. Installing, upgrading, reinstalling or removing a distribution, or a new
-``sys.path`` entry holding one, changes the key; a folder that holds no distribution (the working
-directory, say) does not. ``MEDVIDBENCH_PLUGIN_CACHE=0`` turns the cache off.
+the cache directory, keyed by the ``sys.path`` entries and, in each, every ``*.dist-info`` or
+``*.egg-info`` folder's name (which holds the version) with its ``entry_points.txt``'s
+modification time. Installing, upgrading, reinstalling or removing a distribution, or a change
+to ``sys.path``, changes the key; editing files in a folder that holds no distribution (the
+working directory, say) does not. ``MEDVIDBENCH_PLUGIN_CACHE=0`` turns the cache off.
 """
 
 from __future__ import annotations
@@ -152,8 +152,3 @@ def get(slug: str | None = None) -> Benchmark:
         raise UsageError(f"entry point {slug!r} ({target}) defines benchmark {found.slug!r}")
     _loaded[slug] = found
     return found
-
-
-def all_benchmarks() -> list[Benchmark]:
-    """Every installed benchmark, loaded, in slug order."""
-    return [get(s) for s in discovered()]

@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medvidbench.cli import consoles
 from medvidbench.core import display
 from medvidbench.core.benchmark import Metric
-from medvidbench.core.errors import MedVidBenchError, UsageError
+from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
 from medvidbench.server import lifecycle
 from medvidbench.server.lifecycle import Status
 
@@ -24,7 +25,18 @@ FINAL = (Status.SCORED, *lifecycle.FINAL)
 
 
 class ServerError(MedVidBenchError):
-    exit_code = 2
+    """The server refused or failed a request; the exit code says whether to try again:
+    7 for 429 and 503 (quota, rate limit, busy), 6 for any other refusal, 1 for a failure."""
+
+    exit_code = ExitCode.REFUSED
+
+    def __init__(self, message: str, status: int = 0, body: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.body = status, body or {"message": message}
+        if status in (429, 503):
+            self.exit_code = ExitCode.RETRY_LATER
+        elif status >= 500:
+            self.exit_code = ExitCode.FAILURE
 
 
 def _raise(response: httpx.Response) -> None:
@@ -32,12 +44,19 @@ def _raise(response: httpx.Response) -> None:
         body = response.json()
     except ValueError:
         body = {"message": response.text[:500]}
+    if not isinstance(body, dict):
+        body = {"message": str(body)[:500]}
     problems = body.get("problems") or []
     lines = [f"  - {p.get('message', p)}" for p in problems[:20]]
     more = f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else ""
+    retry = response.headers.get("Retry-After")
+    when = f" (retry after {retry} s)" if retry and retry.isdigit() else ""
     raise ServerError(
-        f"the server answered {response.status_code}: "
-        f"{body.get('message', 'error')}" + ("\n" + "\n".join(lines) if lines else "") + more
+        f"the server answered {response.status_code}: {body.get('message', 'error')}{when}"
+        + ("\n" + "\n".join(lines) if lines else "")
+        + more,
+        response.status_code,
+        body,
     )
 
 
@@ -52,9 +71,11 @@ def submit_file(
     timeout: float = 600.0,
     benchmark: str | None = None,
     visibility: str = "public",
+    as_json: bool = False,
 ) -> dict[str, Any]:
     """Upload a prediction file to ``benchmark`` (a slug; None: the server's default);
-    with ``wait``, poll until final and print the scores."""
+    with ``wait``, poll until final and print the scores (``as_json``: the server's JSON
+    result on standard output instead of the table; the messages stay on standard error)."""
     if not path.is_file():
         raise UsageError(f"{str(path)!r} is not a file")
     base = server.rstrip("/")
@@ -64,7 +85,7 @@ def submit_file(
         else f"{base}/api/v1/submissions"
     )
     headers = {"Authorization": f"Bearer {token}"}
-    console = Console(stderr=True, soft_wrap=True)  # lines whole, URLs unbroken
+    console = consoles.console(stderr=True, soft_wrap=True)  # lines whole, URLs unbroken
     with httpx.Client(timeout=120) as http, path.open("rb") as fh:
         try:
             response = http.post(
@@ -113,9 +134,15 @@ def submit_file(
                 if time.monotonic() > deadline:
                     raise UsageError(f"still {body['status']} after {timeout:.0f} s")
                 time.sleep(0.5)
-    _print(body, _metric_table(base, body.get("benchmark")))
+    if not as_json:
+        _print(body, _metric_table(base, body.get("benchmark")))
     if body["status"] in (Status.REJECTED, Status.FAILED):
-        raise ServerError(f"submission {body['status']}: {body.get('error') or ''}")
+        # rejected: the file will never be accepted; failed: the server's fault
+        raise ServerError(
+            f"submission {body['status']}: {body.get('error') or ''}",
+            422 if body["status"] == Status.REJECTED else 500,
+            body,
+        )
     return dict(body)
 
 
@@ -165,7 +192,7 @@ def _print(body: dict[str, Any], table_of: list[Metric]) -> None:
         if intervals:
             row.append(display.interval(intervals.get(key), m.percent))
         table.add_row(*row)
-    out = Console(soft_wrap=True)
+    out = consoles.console(soft_wrap=True)
     out.print(table)
     if body.get("profile"):
         out.print(f"profile {body['profile']}, scorer {body.get('scorer_version')}")

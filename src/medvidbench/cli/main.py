@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from medvidbench import __version__
-from medvidbench.core.errors import MedVidBenchError, UsageError
+from medvidbench.cli import consoles
+from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
 
 app = typer.Typer(
     name="medvidbench",
@@ -31,7 +31,7 @@ app = typer.Typer(
 )
 # soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
 # printed for the reader to copy (serve's banner) stays whole.
-err = Console(stderr=True, soft_wrap=True)
+err = consoles.console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -71,8 +71,17 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    no_color: Annotated[
+        bool,
+        typer.Option(
+            "--no-color",
+            help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
+    if no_color:
+        consoles.use_plain_output(err)
 
 
 @app.command()
@@ -95,46 +104,97 @@ def synth(
     from medvidbench import benchmarks
 
     bench = benchmarks.get(benchmark)
-    if bench.synthesise is None:
+    if bench.demo is None:
         raise UsageError(f"benchmark {bench.slug!r} has no synthetic generator")
-    written = bench.synthesise(out_dir, samples, seed)
+    written = bench.demo.synthesise(out_dir, samples, seed)
     for name, path in written.items():
         print(f"{name:>13}  {path}")
+
+
+Predictions = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Prediction file (.json or .jsonl; '-' reads standard input); several files or a "
+        "folder make one submission (the per-GPU files of one MedGRPO-Code run, say)."
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse predictions matched to their question by order alone (several identical "
+        "questions, no 'index', and no known pipeline order).",
+    ),
+]
+
+
+def _validate(bench: Any, predictions: list[Path], gt: Any, *limit: int) -> Any:
+    """The benchmark's validation of one file, several files or a folder."""
+    if len(predictions) == 1:
+        source, name = read_input(predictions[0], *limit)
+        return bench.validate_submission(source, gt, *limit, name=name)
+    if any(str(p) == "-" for p in predictions):
+        raise UsageError("'-' (standard input) can only be the one prediction file")
+    try:
+        return bench.validate_submission(predictions, gt, *limit)
+    except TypeError:  # a benchmark that reads one file (or a folder) only
+        raise UsageError(
+            f"benchmark {bench.slug!r} reads one prediction file or a folder, not several files"
+        ) from None
 
 
 @app.command()
 @friendly
 def validate(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
-    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    predictions: Predictions,
+    ground_truth: Annotated[
+        Path | None, typer.Option("--ground-truth", help="Ground-truth file.")
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help="The public questions file (the test file without answers), instead of "
+            "--ground-truth: checks coverage, ids, qa_types, answer formats and order.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     require_complete: Annotated[
         bool, typer.Option(help="Exit non-zero for a partial submission too.")
     ] = False,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Check a prediction file the way the leaderboard server does, offline.
 
-    Exit code 0: valid (or partial: some tasks left out, reported as missing); 2: invalid.
+    Exit code 0: valid (or partial: some tasks left out, reported as missing); 4: invalid;
+    5: the ground truth is unusable. PREDICTIONS '-' reads standard input.
     """
     from medvidbench import benchmarks
     from medvidbench.cli.terminal import print_validation
 
     bench = benchmarks.get(benchmark)
-    gt = bench.load_ground_truth(ground_truth)
-    report = bench.validate_submission(predictions, gt).report
+    if (ground_truth is None) == (questions is None):
+        raise UsageError("give either --ground-truth or --questions")
+    if questions is not None:
+        gt = bench.load_questions(questions)
+    elif ground_truth is not None:
+        gt = bench.load_ground_truth(ground_truth)
+    report = _validate(bench, predictions, gt).report
+    if strict:
+        report.refuse_order_only()
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
-        print_validation(report, Console())
+        print_validation(report, consoles.console())
     if not report.ok or (require_complete and not report.complete):
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.INVALID_FILE)
 
 
 @app.command()
 @friendly
 def evaluate(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    predictions: Predictions,
     ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
     profile: Annotated[
         str | None,
@@ -194,26 +254,38 @@ def evaluate(
         int, typer.Option(min=100, max=100_000, help="Bootstrap replicates for --ci.")
     ] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed for --ci.")] = 0,
+    strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Score a prediction file, offline.
 
-    Prints a summary table (or the JSON report) and exits 0; an invalid file exits 2 with every
+    Prints a summary table (or the JSON report) and exits 0; an invalid file exits 4 with every
     problem listed. Tasks the file leaves out are reported as missing, never as 0.
+    PREDICTIONS '-' reads standard input.
     """
     from medvidbench import library
+    from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
     bench = library.benchmark(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
+    limit = max_bytes or DEFAULT_MAX_BYTES
     llm = _judge(judge, judge_model, judge_cache, bench)
-    gt = library.load_ground_truth(ground_truth, benchmark=bench, max_bytes=max_bytes or None)
-    matched = library.validate(predictions, gt, benchmark=bench, max_bytes=max_bytes or None)
-    if not matched.report.ok:
-        from medvidbench.cli.terminal import print_validation
+    gt = bench.load_ground_truth(ground_truth, limit)
+    matched = _validate(bench, predictions, gt, limit)
+    if strict:
+        matched.report.refuse_order_only()
+    from medvidbench.cli.terminal import (
+        count_bar,
+        print_report,
+        print_validation,
+        print_warnings,
+        progress_bar,
+    )
 
+    if not matched.report.ok:
         print_validation(matched.report, err)
-        raise typer.Exit(2)
-    from medvidbench.cli.terminal import count_bar, print_report, progress_bar
+        raise typer.Exit(ExitCode.INVALID_FILE)
+    print_warnings(matched.report, err)
 
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     with (
@@ -240,9 +312,22 @@ def evaluate(
     if as_json:
         sys.stdout.write(body + "\n")
     else:
-        print_report(report, bench, Console())
+        print_report(report, bench, consoles.console())
         if out is not None:
-            Console().print(f"report written to {escape(str(out))}", highlight=False)
+            consoles.console().print(f"report written to {escape(str(out))}", highlight=False)
+
+
+def read_input(path: Path, max_bytes: int | None = None) -> tuple[Path | bytes, str]:
+    """A file argument as given, or for ``-`` the bytes of standard input (named so)."""
+    if str(path) != "-":
+        return path, str(path)
+    from medvidbench.core.formats import DEFAULT_MAX_BYTES
+
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"standard input is larger than the limit of {limit:,} bytes")
+    return data, "<stdin>"
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -270,6 +355,7 @@ def _judge(judge: str, model: str | None, cache: Path | None, bench: Any) -> Any
 
 def main() -> None:
     """Entry point of the ``medvidbench`` command."""
+    import medvidbench.cli.bridges
     import medvidbench.cli.rewards
     import medvidbench.cli.server  # noqa: F401  (registers the server commands on ``app``)
 

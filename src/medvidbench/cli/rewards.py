@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from medvidbench.cli.consoles import console
 from medvidbench.cli.main import BenchmarkSlug, _judge, _options, app, friendly
-from medvidbench.core.errors import UsageError
+from medvidbench.core.errors import ExitCode, UsageError
 
 rewards_app = typer.Typer(
     help="Benchmark tasks as training rewards (docs/rewards.md).", no_args_is_help=True
@@ -166,7 +166,7 @@ def fit(
     table = Table("task", "dataset", "term", "n", "p25", "p50", "p75", title=str(out))
     for (task, dataset, term), q in sorted(stats.groups.items()):
         table.add_row(task, dataset, term, str(q.n), f"{q.p25:.3f}", f"{q.p50:.3f}", f"{q.p75:.3f}")
-    Console().print(table)
+    console().print(table)
 
 
 @rewards_app.command()
@@ -199,8 +199,8 @@ def score(
     if not matched.report.ok:
         from medvidbench.cli.terminal import print_validation
 
-        print_validation(matched.report, Console(stderr=True))
-        raise typer.Exit(2)
+        print_validation(matched.report, console(stderr=True))
+        raise typer.Exit(ExitCode.INVALID_FILE)
     rows, answers = answered_rows(bench, gt, matched)
     rewarder = Rewarder(
         stats,
@@ -232,4 +232,4 @@ def score(
         table.add_row(
             str(r["task"]), str(r["dataset"]), str(r["n"]), f"{r['raw']:.3f}", f"{r['reward']:.3f}"
         )
-    Console().print(table)
+    console().print(table)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import getpass
+import json
 import os
 import socket
 import sys
@@ -306,7 +307,12 @@ def serve(
 @friendly
 def submit_cmd(
     predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
-    server: Annotated[str, typer.Option(help="Leaderboard URL, e.g. http://127.0.0.1:8000.")],
+    server: Annotated[
+        str,
+        typer.Option(
+            envvar="MEDVIDBENCH_SERVER", help="Leaderboard URL, e.g. http://127.0.0.1:8000."
+        ),
+    ],
     token: Annotated[str, typer.Option(envvar="MEDVIDBENCH_TOKEN", help="API token.")],
     model_name: Annotated[str, typer.Option(help="Model name (unique on the board).")],
     organisation: Annotated[str, typer.Option(help="Organisation.")] = "",
@@ -327,19 +333,34 @@ def submit_cmd(
             help="Score it without publishing: only you see it, and where it would rank.",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the server's JSON result (or error).")
+    ] = False,
 ) -> None:
-    """Upload predictions to a leaderboard server (and wait for the scores)."""
-    from medvidbench.cli.client import submit_file
+    """Upload predictions to a leaderboard server (and wait for the scores).
 
-    submit_file(
-        predictions,
-        server,
-        token,
-        model_name,
-        organisation,
-        model_url,
-        wait,
-        timeout,
-        benchmark,
-        visibility="private" if private else "public",
-    )
+    Exit codes: 0 accepted (with --wait: scored); 6 refused for good (invalid file, taken
+    name, no permission); 7 refused for now (quota used up, server busy: try again later).
+    """
+    from medvidbench.cli.client import ServerError, submit_file
+
+    try:
+        result = submit_file(
+            predictions,
+            server,
+            token,
+            model_name,
+            organisation,
+            model_url,
+            wait,
+            timeout,
+            benchmark,
+            visibility="private" if private else "public",
+            as_json=as_json,
+        )
+    except ServerError as exc:
+        if as_json:
+            sys.stdout.write(json.dumps(exc.body, indent=2) + "\n")
+        raise
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")

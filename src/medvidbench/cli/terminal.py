@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from medvidbench.core import display
-from medvidbench.core.benchmark import Benchmark, Metric
-from medvidbench.core.evaluation import Report
-from medvidbench.core.submission import ValidationReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from medvidbench.core.benchmark import Benchmark, Metric
+    from medvidbench.core.evaluation import Report
+    from medvidbench.core.submission import ValidationReport
 
 _STATUS_STYLE = {"complete": "green", "missing": "yellow", "incomplete": "red"}
 _VERDICT = {
@@ -34,9 +38,18 @@ def print_validation(report: ValidationReport, console: Console) -> None:
     table.add_column("expected", justify="right")
     table.add_column("matched", justify="right")
     table.add_column("status")
+    if report.readable:
+        table.add_column("readable", justify="right")
+    if report.order_only:
+        table.add_column("order only", justify="right")
     for task, cov in report.coverage.items():
         style = _STATUS_STYLE[cov.status]
-        table.add_row(task, f"{cov.expected:,}", f"{cov.matched:,}", f"[{style}]{cov.status}[/]")
+        row = [task, f"{cov.expected:,}", f"{cov.matched:,}", f"[{style}]{cov.status}[/]"]
+        if report.readable:
+            row.append(f"{report.readable.get(task, 0):,}")
+        if report.order_only:
+            row.append(f"{report.order_only.get(task, 0):,}")
+        table.add_row(*row)
     if report.coverage:
         console.print(table)
     for title, problems, style in (
@@ -59,6 +72,26 @@ def print_validation(report: ValidationReport, console: Console) -> None:
     for notice in report.notices:
         console.print(f"[cyan]note[/] {escape(notice)}", highlight=False, soft_wrap=True)
     console.print(f"verdict: {_VERDICT[report.verdict]}")
+    if report.readable:
+        console.print(
+            "checked against the questions file: nothing was scored (scores need the answers)",
+            soft_wrap=True,
+        )
+
+
+def print_warnings(report: ValidationReport, console: Console) -> None:
+    """What scoring a valid file should not hide: a restored pipeline order, and every
+    validation warning in full (order-only matches among them)."""
+    if report.restored:
+        console.print(f"[cyan]note[/] {escape(report.restored)}", highlight=False)
+    for p in report.warnings.items:
+        console.print(
+            f"[yellow]warning[/] [dim]{p.code}[/] {escape(p.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if report.warnings.omitted():
+        console.print(f"[yellow]... {report.warnings.omitted():,} more warnings not shown[/]")
 
 
 def _fmt(value: object, scale: str = "0-1") -> str:

@@ -1,4 +1,11 @@
-"""What a benchmark is: its metrics, profiles, tasks and loaders, declared in one object.
+"""What a benchmark is: a small typed kernel and optional, typed capabilities.
+
+The kernel (:class:`Benchmark`) says what every benchmark must: its slug, versions, tasks,
+metrics, profiles (named variants of its named :class:`Rule` s), how its test set is read and a
+prediction file matched (:class:`TestSetFormat`), and its scorers
+(:class:`~medvidbench.core.scoring.TaskScorer`). Everything else is a capability a benchmark
+may have: :class:`Presentation`, :class:`Uncertainty`, :class:`JudgedScoring`,
+:class:`DemoData`, rewards and :class:`Importer` s.
 
 Every benchmark the package hosts, MedVidBench included, is a :class:`Benchmark` published
 through the ``medvidbench.benchmarks`` entry-point group (see :mod:`medvidbench.benchmarks`).
@@ -17,21 +24,40 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 
+from medvidbench.core.capabilities import (
+    DemoData as DemoData,  # re-exported: a definition imports everything from here
+)
+from medvidbench.core.capabilities import JudgedScoring as JudgedScoring
+from medvidbench.core.capabilities import Presentation as Presentation
+from medvidbench.core.capabilities import Uncertainty as Uncertainty
 from medvidbench.core.errors import UsageError
+
+if TYPE_CHECKING:
+    # TypeVar defaults (PEP 696): a bare ``Benchmark`` or ``TestSet`` means "of any item"
+    from typing_extensions import TypeVar
+else:
+    from typing import TypeVar as _TypeVar
+
+    def TypeVar(name: str, *args: Any, default: Any = None, **kwargs: Any) -> Any:
+        """:class:`typing.TypeVar` without the ``default`` Python 3.11 lacks (it matters only
+        to the type checker), so that importing the kernel does not import typing_extensions."""
+        return _TypeVar(name, *args, **kwargs)
+
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from medvidbench.core.embeddings import Embedder
-    from medvidbench.core.judge.rubric import Rubric
     from medvidbench.core.rewards import RewardSpec
-    from medvidbench.core.scoring import JudgedScorer, Scorer
-    from medvidbench.core.statistics import Ratio
+    from medvidbench.core.scoring import JudgedScorer, TaskScorer
     from medvidbench.core.submission import MatchedSubmission
 
 Scale = Literal["0-1", "1-5", "percent"]
+Source: TypeAlias = "str | Path | bytes | Sequence[str | Path]"
+"""What a prediction reader accepts: a file, its bytes, or several files (or a folder) read
+as one submission (the per-GPU files of one run, say)."""
 Labels = Literal["hidden", "public"]
 _SCALE_RANGE: dict[str, tuple[float, float]] = {
     "0-1": (0.0, 1.0),
@@ -95,18 +121,69 @@ class Metric:
 
 
 @dataclass(frozen=True, slots=True)
-class Profile:
-    """A named, versioned set of parsing and scoring rules.
+class Rule:
+    """One named rule of a benchmark's scoring and its named variants.
+
+    A profile picks one variant of every rule its benchmark declares, by name (as
+    lm-evaluation-harness names its answer filters ``strict-match`` and ``flexible-extract``):
+    a task asks ``profile.variant("extraction")`` instead of branching on a yes/no flag.
 
     Attributes:
-        name: The profile's name (``leaderboard-v1``, ``strict-v2``).
-        strict: Whether the corrected definitions apply (tolerant parsing, every sample counts).
-        description: One sentence for reports and the About page.
+        name: The rule's name (``extraction``).
+        variants: Its variants' names, the first the default (``published``, ``tolerant``).
+        description: One sentence per variant, for the docs and the About page.
+
+    Examples:
+        >>> Rule("extraction", ("published", "tolerant")).default
+        'published'
     """
 
     name: str
-    strict: bool
+    variants: tuple[str, ...]
+    description: str = ""
+
+    @property
+    def default(self) -> str:
+        return self.variants[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A named, versioned set of parsing and scoring rules: one named variant per rule.
+
+    Attributes:
+        name: The profile's name (``leaderboard-v1``, ``strict-v2``).
+        description: One sentence for reports and the About page.
+        variants: ``(rule, variant)`` pairs; a rule the profile leaves out takes its default
+            (the benchmark checks every name against its :attr:`Benchmark.rules`).
+
+    Examples:
+        >>> Profile("v2", "corrected", (("extraction", "tolerant"),)).variant("extraction")
+        'tolerant'
+    """
+
+    name: str
     description: str
+    variants: tuple[tuple[str, str], ...] = ()
+
+    def variant(self, rule: str) -> str:
+        """The variant this profile picks for ``rule``.
+
+        Raises:
+            KeyError: when the profile does not name the rule (a benchmark fills every
+                declared rule in, so this is a scorer asking for a rule nobody declared).
+        """
+        for name, value in self.variants:
+            if name == rule:
+                return value
+        raise KeyError(f"profile {self.name!r} names no variant of rule {rule!r}")
+
+    def with_defaults(self, rules: Sequence[Rule]) -> Profile:
+        """This profile with every declared rule it leaves out set to the rule's default."""
+        named = dict(self.variants)
+        full = tuple((r.name, named.get(r.name, r.default)) for r in rules)
+        extra = tuple((k, v) for k, v in self.variants if k not in {r.name for r in rules})
+        return Profile(self.name, self.description, full + extra)
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -144,59 +221,159 @@ class Task:
     test_count: int | None = None
 
 
+class TestItem(Protocol):
+    """What the evaluator reads of a benchmark's test item (its scorers read more)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def sample_id(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def dataset(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=TestItem, default=Any)
+ItemT_co = TypeVar("ItemT_co", bound=TestItem, covariant=True, default=Any)
+
+
+class TestSet(Protocol[ItemT_co]):
+    """A loaded, validated test set: items in file order, ``samples[i].index == i``."""
+
+    @property
+    def samples(self) -> Sequence[ItemT_co]: ...
+    @property
+    def sha256(self) -> str: ...
+    def __len__(self) -> int: ...
+
+
+class TestSetFormat(Protocol[ItemT]):
+    """The kernel's reader and matcher: how a benchmark reads its test set and matches a
+    prediction file to it."""
+
+    def load_ground_truth(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        """Read and validate a test set.
+
+        Raises:
+            InvalidGroundTruthError: listing every problem found.
+        """
+        ...
+
+    def validate_submission(
+        self,
+        source: Source,
+        test_set: TestSet[ItemT],
+        max_bytes: int | None = None,
+        name: str = "",
+    ) -> MatchedSubmission:
+        """Validate a prediction file (or several files, or a folder, where the format reads
+        them as one submission) and match it to the test items; never raises on the file's
+        content (the problems are in the returned report)."""
+        ...
+
+    def load_questions(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        """Read the public questions file (the test set without answers): a test set that
+        validates a submission and never scores one.
+
+        Raises:
+            InvalidGroundTruthError: listing every problem found.
+            UsageError: when the benchmark has no questions file.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TestSetFunctions(Generic[ItemT]):
+    """A :class:`TestSetFormat` made of two functions, ``load(source, max_bytes)`` and
+    ``match(source, test_set, max_bytes, name)`` (give them with :func:`lazy` to import them
+    on first use)."""
+
+    load: Callable[..., TestSet[ItemT]]
+    match: Callable[..., MatchedSubmission]
+    questions: Callable[..., TestSet[ItemT]] | None = None
+    """``questions(source, max_bytes)``: the public questions file, where the benchmark has one."""
+
+    def load_ground_truth(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        return self.load(source) if max_bytes is None else self.load(source, max_bytes)
+
+    def validate_submission(
+        self,
+        source: Source,
+        test_set: TestSet[ItemT],
+        max_bytes: int | None = None,
+        name: str = "",
+    ) -> MatchedSubmission:
+        if max_bytes is None:
+            return self.match(source, test_set, name=name)
+        return self.match(source, test_set, max_bytes, name=name)
+
+    def load_questions(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        if self.questions is None:
+            raise UsageError("this benchmark has no public questions file to validate against")
+        return self.questions(source) if max_bytes is None else self.questions(source, max_bytes)
+
+
+class Importer(Protocol):
+    """Turns another harness's output file into this benchmark's submission records."""
+
+    name: str  # e.g. "lmms-eval", "vlmevalkit"
+    summary: str  # one line for --help
+
+    def to_submission(
+        self,
+        source: bytes,
+        *,
+        filename: str,
+        questions: Sequence[Mapping[str, Any]] | None,
+    ) -> list[dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
-class Benchmark:
-    """Everything the evaluator, server and command line know about one benchmark.
+class Benchmark(Generic[ItemT]):
+    """Everything the evaluator, server and command line know about one benchmark: a small
+    typed kernel and optional, typed capabilities.
 
-    Loaders and scorers are given as callables and imported on first use, so that listing the
-    hosted benchmarks stays cheap.
-
-    Attributes:
+    Kernel (required):
         slug: URL and command-line key (``medvidbench``), lowercase letters, digits and hyphens.
         title: Display name.
         version: The benchmark (test set) version this definition describes.
         scorer_version: Bumped whenever any rule of any profile changes what a score is.
         tasks: The tasks, in display order.
         metrics: The board's metrics, in column order.
-        profiles: The scoring profiles; the first is the default.
+        profiles: The scoring profiles; the first is the default. Each names a variant of every
+            rule in :attr:`rules` (left out: the rule's default).
+        testset: The :class:`TestSetFormat`: reads the test set, matches prediction files.
+        scorers: ``() -> {task: TaskScorer}`` for the rule-based tasks.
+
+    Kernel (with defaults):
+        rules: The named rules a profile picks variants of (``extraction``: ``published`` or
+            ``tolerant``).
         labels: ``hidden`` (test labels are secret: the server never shows per-item truth)
             or ``public`` (anyone can score themselves; boards say so).
-        load_ground_truth: ``(path or bytes, max_bytes) -> test set``; raises
-            :class:`~medvidbench.core.errors.InvalidGroundTruthError` listing every problem.
-        validate_submission: ``(path or bytes, test set, max_bytes, name) -> MatchedSubmission``;
-            never raises on the file's content.
-        scorers: ``() -> {task: Scorer}`` for the rule-based tasks.
-        judged_scorers: ``() -> {task: JudgedScorer}`` for tasks (or parts) an LLM judge scores.
         embedder: ``() -> Embedder``, the sentence embedder its scorers use, prepared (None: the
             package's default all-MiniLM-L6-v2 embedder, loaded when a scorer asks).
-        rubric: What an LLM judge is asked for the judged tasks (its version is part of the
-            judge's configuration id); None when nothing is judged.
+        check_options: ``(scoring options, profile) -> problem or None``: whether a
+            submission's declared options can be scored under a profile.
         derived_metrics: ``(task metrics) -> more metrics``: metrics of no single task (an
             overall average), computed from the tasks' metrics after scoring.
-        item_drawing: ``(item, SampleResult) -> {"width", "height", "truth", "predicted"}``:
-            the boxes a public-label benchmark's item browser draws (None: no drawing).
-        check_options: ``(scoring options, profile) -> problem or None``: whether a
-            submission's declared options can be scored under a profile (the server refuses
-            an upload the board's profile cannot score, instead of failing later).
-        synthesise: ``(out_dir, samples, seed) -> {name: path}``: a synthetic demo test set
-            with one prediction file per archetype (``ground_truth`` among the names).
-        reported_results: ``() -> [{"model", "organisation", "metrics", ...}]``: published
-            results shown as reported rows.
-        identity: How a prediction finds its test item (for the docs and the About page).
-        submission_format: One sentence on the prediction file, for the submit page.
-        submission_example: A short example prediction file (JSON), shown on the submit page.
-        about: The About page's text (plain paragraphs separated by blank lines).
-        citation: BibTeX, or "".
-        links: Display name to URL (paper, dataset, code).
-        licence: The licence of the benchmark's data.
-        primary_metric: The metric the board sorts by when average rank is not wanted.
-        rewards: ``() -> RewardSpec``: its tasks as training rewards (:mod:`medvidbench.rewards`);
-            None when the benchmark offers none.
-        cluster_of: ``(item) -> cluster id``: the test items a bootstrap resamples together
-            (MedVidBench: every question about one source video); None: each item alone.
-        cluster_rule: One sentence naming that rule, stamped on every interval.
-        derived_formulas: ``(metric formulas) -> more formulas``: the derived metrics as ratios
-            of sums (:mod:`medvidbench.core.statistics`), so they get intervals too.
+
+    Capabilities (optional):
+        presentation: :class:`Presentation`: About text, identity rule, submission format and
+            example, citation, links, licence, published results, the item drawing.
+        uncertainty: :class:`Uncertainty`: bootstrap clusters and derived formulas.
+        judging: :class:`JudgedScoring` (judged scorers and rubric), or None.
+        demo: :class:`DemoData` (synthetic generator and archetypes), or None.
+        rewards: ``() -> RewardSpec``: its tasks as training rewards, or None.
+        importers: Other harnesses' output formats it reads, by :attr:`Importer.name`.
     """
 
     slug: str
@@ -206,31 +383,19 @@ class Benchmark:
     tasks: tuple[Task, ...]
     metrics: tuple[Metric, ...]
     profiles: tuple[Profile, ...]
-    load_ground_truth: Callable[..., Any]
-    validate_submission: Callable[..., MatchedSubmission]
-    scorers: Callable[[], Mapping[str, Scorer]]
-    judged_scorers: Callable[[], Mapping[str, JudgedScorer]] = dict
-    embedder: Callable[[], Embedder] | None = None
-    rubric: Rubric | None = None
-    derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
-    item_drawing: Callable[[Any, Any], dict[str, Any] | None] | None = None
-    check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
-    synthesise: Callable[[Path, int | None, int], dict[str, Path]] | None = None
-    archetypes: tuple[str, ...] = ()
-    reported_results: Callable[[], Sequence[Mapping[str, Any]]] = tuple
+    testset: TestSetFormat[ItemT]
+    scorers: Callable[[], Mapping[str, TaskScorer[ItemT]]]
+    rules: tuple[Rule, ...] = ()
     labels: Labels = "hidden"
-    identity: str = ""
-    submission_format: str = "a JSON file of predictions."
-    submission_example: str = ""
-    about: str = ""
-    citation: str = ""
-    links: Mapping[str, str] = field(default_factory=dict)
-    licence: str = ""
-    primary_metric: str = ""
+    embedder: Callable[[], Embedder] | None = None
+    check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
+    derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
+    presentation: Presentation = field(default_factory=Presentation)
+    uncertainty: Uncertainty = field(default_factory=Uncertainty)
+    judging: JudgedScoring | None = None
+    demo: DemoData | None = None
     rewards: Callable[[], RewardSpec] | None = None
-    cluster_of: Callable[[Any], str] | None = None
-    cluster_rule: str = "each test item on its own"
-    derived_formulas: Callable[[dict[str, list[Ratio]]], dict[str, list[Ratio]]] | None = None
+    importers: Mapping[str, Importer] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}
@@ -243,6 +408,21 @@ class Benchmark:
             raise ValueError(f"benchmark {self.slug!r}: metrics of unknown tasks: {bad}")
         if not self.profiles:
             raise ValueError(f"benchmark {self.slug!r} declares no profile")
+        rules = {r.name: r for r in self.rules}
+        for p in self.profiles:
+            for rule, variant in p.variants:
+                if rule not in rules or variant not in rules[rule].variants:
+                    raise ValueError(
+                        f"benchmark {self.slug!r}: profile {p.name!r} picks {variant!r} of "
+                        f"rule {rule!r}, which the benchmark does not declare"
+                    )
+        # every profile names every rule: a task reads a variant, never a missing default
+        object.__setattr__(
+            self, "profiles", tuple(p.with_defaults(self.rules) for p in self.profiles)
+        )
+        wrong = [k for k, imp in self.importers.items() if imp.name != k]
+        if wrong:
+            raise ValueError(f"benchmark {self.slug!r}: importers under another name: {wrong}")
 
     @cached_property
     def metric_keys(self) -> tuple[str, ...]:
@@ -259,6 +439,32 @@ class Benchmark:
     @property
     def default_profile(self) -> str:
         return self.profiles[0].name
+
+    def judged_scorers(self) -> Mapping[str, JudgedScorer[Any]]:
+        """The judged scorers by task (none without the judged-scoring capability)."""
+        return self.judging.scorers() if self.judging is not None else {}
+
+    def load_ground_truth(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        """:meth:`TestSetFormat.load_ground_truth` of this benchmark's :attr:`testset`."""
+        return self.testset.load_ground_truth(source, max_bytes)
+
+    def validate_submission(
+        self,
+        source: Source,
+        test_set: TestSet[ItemT],
+        max_bytes: int | None = None,
+        name: str = "",
+    ) -> MatchedSubmission:
+        """:meth:`TestSetFormat.validate_submission` of this benchmark's :attr:`testset`."""
+        return self.testset.validate_submission(source, test_set, max_bytes, name)
+
+    def load_questions(
+        self, source: str | Path | bytes, max_bytes: int | None = None
+    ) -> TestSet[ItemT]:
+        """:meth:`TestSetFormat.load_questions` of this benchmark's :attr:`testset`."""
+        return self.testset.load_questions(source, max_bytes)
 
     def group_of(self, metric: Metric) -> str:
         """The metric's column group: its own, else its task's label."""

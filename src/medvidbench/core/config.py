@@ -130,6 +130,12 @@ class Settings(BaseSettings):
         description="Uploads of this many bytes or more are validated in a child process, so "
         "that a large file does not slow other requests; smaller ones in the web process.",
     )
+    refuse_order_only: bool = Field(
+        False,
+        description="Refuse an upload with predictions matched to their test question by order "
+        "alone (several identical questions, no 'index', and no known pipeline order), as "
+        "'medvidbench validate --strict' does; default: accept it with a warning per task.",
+    )
     judge_model: str = Field(
         "gpt-4.1", description="Model name sent to the OpenAI-compatible judge endpoint."
     )

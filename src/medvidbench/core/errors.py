@@ -1,22 +1,37 @@
 """One exception hierarchy for the whole package.
 
 Every error knows the HTTP status a web layer should answer with and the exit code a CLI should
-end with, and carries a message written for the person who caused it: what was expected, what
-arrived, and where. User mistakes never surface as tracebacks.
+end with (:class:`ExitCode`), and carries a message written for the person who caused it: what
+was expected, what arrived, and where. User mistakes never surface as tracebacks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import IntEnum
 from typing import Any
+
+
+class ExitCode(IntEnum):
+    """The ``medvidbench`` command's exit codes: a script tells what went wrong, and whether
+    trying again later can help, without reading the message (docs/cli.md)."""
+
+    OK = 0
+    FAILURE = 1  # an unexpected failure: ours, or the server's (5xx other than 503)
+    USAGE = 2  # a bad option or argument, a missing file, an unknown benchmark or profile
+    MODEL_UNAVAILABLE = 3  # a model file the evaluator needs is not installed or is corrupt
+    INVALID_FILE = 4  # the prediction file is invalid (or partial, under --require-complete)
+    INVALID_GROUND_TRUTH = 5  # the ground-truth or questions file is unusable
+    REFUSED = 6  # the server refused for good: 401, 403, 404, 409, 413, 422, a rejected file
+    RETRY_LATER = 7  # the server refused for now: 429 (quota, rate limit), 503 (busy)
 
 
 class MedVidBenchError(Exception):
     """Base class of every error this package raises on purpose."""
 
     http_status: int = 500
-    exit_code: int = 1
+    exit_code: int = ExitCode.FAILURE
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -31,14 +46,14 @@ class UsageError(MedVidBenchError):
     """The caller asked for something that cannot be done (bad option, missing file)."""
 
     http_status = 400
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class ModelUnavailableError(MedVidBenchError):
     """A model file the evaluator needs is not installed or is corrupt."""
 
     http_status = 503
-    exit_code = 3
+    exit_code = ExitCode.MODEL_UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +116,7 @@ class InvalidFileError(MedVidBenchError):
     """A file could not be used; carries every problem found, not just the first."""
 
     http_status = 422
-    exit_code = 2
+    exit_code = ExitCode.INVALID_FILE
     what = "file"
 
     def __init__(self, problems: ProblemList, source: str = "") -> None:
@@ -130,7 +145,7 @@ class InvalidGroundTruthError(InvalidFileError):
     """A ground-truth file is unusable (the operator's mistake, never guessed around)."""
 
     http_status = 500
-    exit_code = 2
+    exit_code = ExitCode.INVALID_GROUND_TRUTH
     what = "ground truth"
 
 
@@ -138,35 +153,35 @@ class NotFoundError(MedVidBenchError):
     """The thing asked for does not exist (or is not visible to the caller)."""
 
     http_status = 404
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class AuthenticationError(MedVidBenchError):
     """No valid credentials were given."""
 
     http_status = 401
-    exit_code = 2
+    exit_code = ExitCode.REFUSED
 
 
 class PermissionDeniedError(MedVidBenchError):
     """The caller is known but not allowed to do this."""
 
     http_status = 403
-    exit_code = 2
+    exit_code = ExitCode.REFUSED
 
 
 class ConflictError(MedVidBenchError):
     """The request clashes with what is stored (a taken model name, a duplicate file)."""
 
     http_status = 409
-    exit_code = 2
+    exit_code = ExitCode.REFUSED
 
 
 class QuotaExceededError(MedVidBenchError):
     """The team has used its submissions for the period; ``retry_after`` says when one frees."""
 
     http_status = 429
-    exit_code = 2
+    exit_code = ExitCode.RETRY_LATER
 
     def __init__(self, message: str, retry_after: Any = None) -> None:
         super().__init__(message)
@@ -184,7 +199,7 @@ class TryLaterError(MedVidBenchError):
     uploads died, the disk is full); ``retry_after`` (a UTC datetime) says when to try again."""
 
     http_status = 503
-    exit_code = 1
+    exit_code = ExitCode.RETRY_LATER
 
     def __init__(self, message: str, retry_seconds: int, status: int = 503) -> None:
         super().__init__(message)
@@ -196,4 +211,4 @@ class RateLimitedError(MedVidBenchError):
     """Too many attempts of something from one place (sign-ups from one address)."""
 
     http_status = 429
-    exit_code = 2
+    exit_code = ExitCode.RETRY_LATER

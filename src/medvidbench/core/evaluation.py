@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
 from medvidbench.core.report import Report, metrics_of, per_dataset_of
-from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TestSet
+from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
 
 __all__ = [
@@ -119,7 +119,7 @@ class Judged:
 
 
 # One judged task's work: its scorer, items, answers and profile.
-JudgeJob = tuple[JudgedScorer, Sequence[Any], Sequence[Any], Profile]
+JudgeJob = tuple[JudgedScorer[Any], Sequence[Any], Sequence[Any], Profile]
 
 
 def evaluate(
@@ -326,7 +326,8 @@ def assemble(
     scorers = planned.benchmark.scorers()
     judged_scorers = planned.benchmark.judged_scorers()
     results = list(scored.results)
-    scored_by: list[Any] = [scorers[r.task] for r in results]  # (their linearisation)
+    # the scorer of each result (its linearisation, for intervals)
+    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]] = [scorers[r.task] for r in results]
     per_task = {task: dict(info) for task, info in scored.per_task.items()}
     timings = dict(scored.timings)
     for result in judged.results if judged is not None else []:
@@ -377,7 +378,7 @@ def assemble(
 def _statistics(
     planned: Plan,
     results: list[TaskResult],
-    scored_by: list[Any],
+    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]],
     metrics: Mapping[str, float | None],
     options: Options,
     prior: Mapping[str, Any] | None,
@@ -387,21 +388,17 @@ def _statistics(
     metrics of the first ``rule_based`` results alone are reused from ``prior`` when it holds
     them (each replicate is a function of the metric's own sums and of (clusters, replicates,
     seed) alone, so reusing one is drawing it again)."""
-    from medvidbench.core.statistics import Bootstrap, Design, bootstrap, sample_means
+    from medvidbench.core.statistics import Bootstrap, Design, bootstrap
 
     benchmark, rules = planned.benchmark, planned.rules
-    parts = []
-    for scorer, result in zip(scored_by, results, strict=True):
-        linearise = getattr(scorer, "linearise", None)
-        parts.append(
-            linearise(result.samples, rules)
-            if linearise is not None
-            else sample_means(result.samples, tuple(result.metrics))
-        )
-    cluster = benchmark.cluster_of or (lambda item: str(item.index))
-    design = Design.build(parts, [cluster(item) for item in planned.gt.samples])
-    if benchmark.derived_formulas is not None:
-        design.formulas.update(benchmark.derived_formulas(dict(design.formulas)))
+    parts = [
+        scorer.linearise(result.samples, rules)
+        for scorer, result in zip(scored_by, results, strict=True)
+    ]
+    uncertainty = benchmark.uncertainty
+    design = Design.build(parts, [uncertainty.cluster_of(item) for item in planned.gt.samples])
+    if uncertainty.derived_formulas is not None:
+        design.formulas.update(uncertainty.derived_formulas(dict(design.formulas)))
     keys = [k for k in benchmark.metric_keys if metrics.get(k) is not None and k in design.formulas]
     reusable = {k for part in parts[:rule_based] for k in part.formulas}
     stamp = (options.bootstrap, options.seed, len(design.clusters))
@@ -410,7 +407,7 @@ def _statistics(
     else:
         reusable &= set(prior["keys"])
     fresh = [k for k in keys if k not in reusable]
-    drawn = bootstrap(design, fresh, benchmark.cluster_rule, options.bootstrap or 0, options.seed)
+    drawn = bootstrap(design, fresh, uncertainty.cluster_rule, options.bootstrap or 0, options.seed)
     out = drawn.to_dict(with_replicates=True)
     if not reusable & set(keys):
         return out
@@ -437,23 +434,19 @@ def _inputs(
     return samples, [matched.predictions[i] or "" for i in by_task[task]]
 
 
-def _similarity(judged_scorers: Mapping[str, JudgedScorer], planned: Plan) -> dict[str, Any]:
+def _similarity(judged_scorers: Mapping[str, JudgedScorer[Any]], planned: Plan) -> dict[str, Any]:
     """The similarity diagnostic of every judged scorer that offers one (what it is: its
     ``similarity_about``)."""
     out: dict[str, Any] = {}
     for task, scorer in judged_scorers.items():
-        key = getattr(scorer, "similarity_key", None)
+        key = scorer.similarity_key
         if key is None:
             continue
-        out.setdefault("about", getattr(scorer, "similarity_about", ""))
+        out.setdefault("about", scorer.similarity_about)
         complete = (
             task in planned.selected and planned.matched.report.coverage[task].status == "complete"
         )
-        out[key] = (
-            scorer.similarity(*planned.inputs(task), planned.ctx)  # type: ignore[attr-defined]
-            if complete
-            else None
-        )
+        out[key] = scorer.similarity(*planned.inputs(task), planned.ctx) if complete else None
     return out
 
 

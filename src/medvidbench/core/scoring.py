@@ -14,9 +14,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
-from medvidbench.core.benchmark import Profile
+from medvidbench.core.benchmark import ItemT, Profile
+from medvidbench.core.benchmark import TestItem as TestItem  # re-exported: the contract's names
+from medvidbench.core.benchmark import TestSet as TestSet
 
 if TYPE_CHECKING:
     from medvidbench.core.embeddings import Embedder
@@ -80,41 +82,7 @@ class Context:
         return self._embedder
 
 
-class TestItem(Protocol):
-    """What the evaluator reads of a benchmark's test item (scorers read more)."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def sample_id(self) -> str: ...
-    @property
-    def task(self) -> str: ...
-    @property
-    def dataset(self) -> str: ...
-
-
-class TestSet(Protocol):
-    """A loaded, validated test set: items in file order, ``items[i].index == i``."""
-
-    @property
-    def samples(self) -> Sequence[Any]: ...
-    @property
-    def sha256(self) -> str: ...
-    def __len__(self) -> int: ...
-
-
-class Scorer(Protocol):
-    """A rule-based task's scoring entry point (what the evaluator calls)."""
-
-    task: str
-    metric_keys: tuple[str, ...]
-
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult: ...
-
-
-class TaskScorer(ABC):
+class TaskScorer(ABC, Generic[ItemT]):
     """The scorer contract: a thin class over a task's pure functions.
 
     A task says how to read one answer (:meth:`parse`), how to score one parsed answer against
@@ -125,23 +93,29 @@ class TaskScorer(ABC):
 
     A task whose parsing is cheaper in bulk (NAP embeds every unmatched answer in one batch)
     overrides :meth:`parse_all` instead of :meth:`parse`.
+
+    Each metric is defined once, as ratios of per-sample sums (:meth:`linearise`, the
+    ``update`` half); the headline value is those sums' ratio (:meth:`compute`, the
+    ``compute`` half). A task may compute its headline another way in :meth:`aggregate` (the
+    published leaderboard's own arithmetic, kept for parity), and the contract test
+    (tests/test_plugins.py) checks on every task of every built-in benchmark that the two agree.
     """
 
     task: str
     metric_keys: tuple[str, ...]
 
-    def parse(self, text: str, item: Any, profile: Profile) -> Any:
+    def parse(self, text: str, item: ItemT, profile: Profile) -> Any:
         """Read one answer; never raises (an unreadable answer is a value, such as ``[]``)."""
         raise NotImplementedError(f"{type(self).__name__} must define parse or parse_all")
 
     def parse_all(
-        self, items: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+        self, items: Sequence[ItemT], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> list[Any]:
         """Read every answer of the task (default: :meth:`parse` one at a time)."""
         return [self.parse(t, item, profile) for item, t in zip(items, texts, strict=True)]
 
     @abstractmethod
-    def score_sample(self, parsed: Any, item: Any, profile: Profile) -> SampleResult:
+    def score_sample(self, parsed: Any, item: ItemT, profile: Profile) -> SampleResult:
         """One item's outcome: its per-sample metric values, or None with the reason."""
 
     @abstractmethod
@@ -155,14 +129,25 @@ class TaskScorer(ABC):
 
         return sample_means(results, self.metric_keys)
 
-    def evaluate(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
-    ) -> TaskResult:
+    def compute(self, results: list[SampleResult], profile: Profile) -> dict[str, float | None]:
+        """Each metric from the per-sample sums of :meth:`linearise` (None: undefined)."""
+        from medvidbench.core.statistics import point_values
+
+        return point_values(self.linearise(results, profile), self.metric_keys)
+
+    def score_all(
+        self, samples: Sequence[ItemT], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> list[SampleResult]:
+        """Every sample's outcome (what rewards read), in the order given."""
         parsed = self.parse_all(samples, texts, profile, ctx)
-        results = [
+        return [
             self.score_sample(p, item, profile) for p, item in zip(parsed, samples, strict=True)
         ]
-        return self.aggregate(results, profile)
+
+    def evaluate(
+        self, samples: Sequence[ItemT], texts: Sequence[str], profile: Profile, ctx: Context
+    ) -> TaskResult:
+        return self.aggregate(self.score_all(samples, texts, profile, ctx), profile)
 
 
 class JudgePlan(Protocol):
@@ -172,19 +157,46 @@ class JudgePlan(Protocol):
     def requests(self) -> Sequence[JudgeRequest]: ...
 
 
-class JudgedScorer(Protocol):
-    """A task (or part of one) an LLM judge scores: plan the requests, then aggregate."""
+class JudgedScorer(ABC, Generic[ItemT]):
+    """A task (or part of one) an LLM judge scores: plan the requests, then aggregate.
+
+    A judged scorer may also offer an offline similarity diagnostic (never a leaderboard
+    metric): it names the report key in :attr:`similarity_key` and overrides
+    :meth:`similarity`.
+    """
 
     task: str
     metric_keys: tuple[str, ...]
+    similarity_key: str | None = None
+    similarity_about: str = ""
 
+    @abstractmethod
     def plan(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, judge_id: str
-    ) -> JudgePlan: ...
+        self, samples: Sequence[ItemT], texts: Sequence[str], profile: Profile, judge_id: str
+    ) -> JudgePlan:
+        """The judge requests the task needs (built before any request is sent)."""
 
-    def aggregate(
-        self, plan: Any, judged: dict[str, Judgement], profile: Profile
-    ) -> TaskResult: ...
+    @abstractmethod
+    def aggregate(self, plan: Any, judged: dict[str, Judgement], profile: Profile) -> TaskResult:
+        """The task's judged metrics from the judgements of its planned requests."""
+
+    def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
+        """As :meth:`TaskScorer.linearise` (default: per-sample means)."""
+        from medvidbench.core.statistics import sample_means
+
+        return sample_means(results, self.metric_keys)
+
+    def compute(self, results: list[SampleResult], profile: Profile) -> dict[str, float | None]:
+        """As :meth:`TaskScorer.compute`: each metric from its per-sample sums."""
+        from medvidbench.core.statistics import point_values
+
+        return point_values(self.linearise(results, profile), self.metric_keys)
+
+    def similarity(
+        self, samples: Sequence[ItemT], texts: Sequence[str], ctx: Context
+    ) -> float | None:
+        """The similarity diagnostic (default: none)."""
+        return None
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:
@@ -214,74 +226,3 @@ def group_by_dataset(results: Sequence[SampleResult]) -> dict[str, list[SampleRe
 def micro_mean(results: Sequence[SampleResult], key: str) -> float | None:
     """Mean of a per-sample value over the samples not excluded."""
     return mean_or_none([r.values[key] for r in results if r.values is not None])
-
-
-def balanced_accuracy(rows: Sequence[dict[str, float]], prefix: str) -> float:
-    """Mean over the parts named ``prefix + name`` of each part's accuracy over the rows that
-    count it (SA's aspects, CVS's components). 0.0 when nothing was countable: the task was
-    answered, so it is scored, as the published leaderboard scores it."""
-    per: dict[str, list[float]] = {}
-    for row in rows:
-        for key, value in row.items():
-            if key.startswith(prefix):
-                per.setdefault(key, []).append(value)
-    return fmean([sum(v) / len(v) for v in per.values()]) if per else 0.0
-
-
-def mean_abs_error(rows: Sequence[dict[str, float]]) -> float | None:
-    """Mean of the ``ae:`` entries of per-sample rows."""
-    return mean_or_none([v for row in rows for k, v in row.items() if k.startswith("ae:")])
-
-
-def balanced_task_result(
-    task: str, key: str, prefix: str, secondary: str, results: list[SampleResult]
-) -> TaskResult:
-    """Shared aggregation of SA and CVS: per dataset a balanced accuracy, the secondary
-    accuracy (level or rating) and the MAE; overall the mean over datasets."""
-    per_dataset: dict[str, dict[str, float | int | None]] = {}
-    for d, rs in group_by_dataset(results).items():
-        rows = [r.values for r in rs if r.values is not None]
-        per_dataset[d] = {
-            key: balanced_accuracy(rows, prefix),
-            "count": len(rs),
-            "evaluated": len(rows),
-            f"{secondary}_accuracy": mean_or_none([row[secondary] for row in rows]),
-            "mae": mean_abs_error(rows),
-        }
-    overall = mean_or_none([float(v[key] or 0.0) for v in per_dataset.values()])
-    rows = [r.values for r in results if r.values is not None]
-    diag = diagnostics(results)
-    diag[f"{secondary}_accuracy"] = mean_or_none([row[secondary] for row in rows])
-    diag["mae"] = mean_abs_error(rows)
-    return TaskResult(task, {key: overall}, per_dataset, diag, results)
-
-
-def balanced_linearised(
-    task: str, key: str, prefix: str, results: Sequence[SampleResult]
-) -> Linearised:
-    """:func:`balanced_task_result`'s metric as ratios of sums: per dataset and part, the part's
-    correct count over its counted samples, weighted 1 / (datasets x the dataset's parts); a
-    dataset with no countable part enters as 0, as the aggregate counts it."""
-    from medvidbench.core.statistics import Linearised, Ratio
-
-    out = Linearised()
-    parts: dict[str, set[str]] = {}
-    for r in results:
-        feats: dict[str, float] = {f"{task}/{r.dataset}/#samples": 1.0}
-        parts.setdefault(r.dataset, set())
-        for name, value in (r.values or {}).items():
-            if name.startswith(prefix):
-                feats[f"{task}/{r.dataset}/{name}"] = float(value)
-                feats[f"{task}/{r.dataset}/{name}#n"] = 1.0
-                parts[r.dataset].add(name)
-        out.rows.append((r.index, feats))
-    terms = []
-    for dataset, names in sorted(parts.items()):
-        share = 1.0 / len(parts)
-        if not names:
-            terms.append(Ratio(f"{task}/#zero", f"{task}/{dataset}/#samples", share))
-        for name in sorted(names):
-            base = f"{task}/{dataset}/{name}"
-            terms.append(Ratio(base, f"{base}#n", share / len(names)))
-    out.formulas[key] = terms
-    return out

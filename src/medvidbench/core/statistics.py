@@ -68,6 +68,32 @@ def sample_means(results: Sequence[Any], keys: Sequence[str]) -> Linearised:
     return out
 
 
+def point_values(part: Linearised, keys: Sequence[str]) -> dict[str, float | None]:
+    """Each metric of ``keys`` on the whole set: its formula over the summed features (None
+    when undefined: no term has a positive denominator, or no formula)."""
+    names: dict[str, int] = {}
+    for _, feats in part.rows:
+        for name in feats:
+            names.setdefault(name, len(names))
+    for terms in part.formulas.values():
+        for t in terms:
+            for name in (t.num, t.den, *(t.share or ())):
+                names.setdefault(name, len(names))
+    sums = np.zeros(len(names))
+    for _, feats in part.rows:
+        for name, value in feats.items():
+            sums[names[name]] += value
+    out: dict[str, float | None] = {}
+    for key in keys:
+        formula = part.formulas.get(key)
+        if not formula:
+            out[key] = None
+            continue
+        value = float(evaluate_formula(formula, sums, names)[0])
+        out[key] = None if np.isnan(value) else value
+    return out
+
+
 def evaluate_formula(terms: Sequence[Ratio], sums: np.ndarray, column: Mapping[str, int]) -> Any:
     """A metric from feature sums: ``sums`` is (features,) or (replicates, features)."""
     if not terms:

@@ -19,6 +19,9 @@ TaskStatus = Literal["complete", "missing", "incomplete"]
 # ~8,000 tokens is a generation that ran away, and scoring it would only cost time.
 MAX_ANSWER_CHARS = 32_768
 
+# The warning code of predictions matched to a test question by their order alone.
+ORDER_ONLY = "order-only"
+
 
 def answer_too_long(
     text: str, where: str, record: int | None = None, sid: str | None = None
@@ -74,6 +77,14 @@ class ValidationReport:
     # What the file declares about how to score it (a benchmark's own keys, such as
     # MedSG-Bench's ``parser``); the evaluator hands them to the scorers.
     options: dict[str, Any] = field(default_factory=dict)
+    # Per task, the predictions matched to their test question by order alone: the file does
+    # not say which of several indistinguishable questions each one answers.
+    order_only: dict[str, int] = field(default_factory=dict)
+    # The known pipeline layout whose order was restored, in one line ("" when none was).
+    restored: str = ""
+    # Per task, how many answers its scorer can read; filled only when checked against a
+    # questions file (no answers to score against), else empty.
+    readable: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -86,6 +97,20 @@ class ValidationReport:
     @property
     def complete(self) -> bool:
         return self.ok and all(c.status == "complete" for c in self.coverage.values())
+
+    def refuse_order_only(self) -> None:
+        """Make order-only matches errors (``--strict``, or a board that refuses them)."""
+        kept = ProblemList(self.warnings.keep_per_code)
+        for problem in self.warnings.items:
+            if problem.code == ORDER_ONLY:
+                self.errors.add(problem)
+            else:
+                kept.add(problem)
+        moved = self.warnings.totals.get(ORDER_ONLY, 0)
+        if moved:
+            kept.totals = {c: n for c, n in self.warnings.totals.items() if c != ORDER_ONLY}
+            kept.count = self.warnings.count - moved
+            self.warnings = kept
 
     @property
     def verdict(self) -> str:
@@ -114,6 +139,9 @@ class ValidationReport:
             "warnings": [p.to_dict() for p in self.warnings.items],
             "warning_totals": dict(self.warnings.totals),
             "notices": list(self.notices),
+            "order_only": dict(self.order_only),
+            "restored": self.restored,
+            "readable": dict(self.readable),
         }
 
 

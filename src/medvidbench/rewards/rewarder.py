@@ -204,8 +204,8 @@ class Rewarder:
             )
             idx = np.asarray(members)
             if reward.score is not None:
-                # the board's own scoring entry point: the same per-sample results
-                results = bench.scorers()[task].evaluate(items, batch, profile, ctx).samples
+                # the scorer's own entry point: the per-sample results the board aggregates
+                results = bench.scorers()[task].score_all(items, batch, profile, ctx)
                 terms[SCORE][idx] = [reward.score(r) for r in results]
                 terms["format"][idx] = [float(r.parsed) for r in results]
             else:

@@ -27,8 +27,8 @@ def _rewarder(stats: str | None, k: float, judge: str, options: str) -> Rewarder
         from medvidbench import benchmarks
         from medvidbench.core.judge.client import judge_from_settings
 
-        rubric = benchmarks.get(None).rubric  # the default benchmark's (MedVidBench's)
-        llm = judge_from_settings(rubric.version if rubric else "")
+        judging = benchmarks.get(None).judging  # the default benchmark's (MedVidBench's)
+        llm = judge_from_settings(judging.rubric.version if judging else "")
     elif judge != "none":
         from medvidbench.core.errors import UsageError
 

@@ -92,9 +92,9 @@ class Jobs:
         from medvidbench.server.store.judge_cache import DatabaseJudgeCache
 
         try:
-            rubric = self.runtime.definition(benchmark_of(self.runtime, submission_id)).rubric
+            judging = self.runtime.definition(benchmark_of(self.runtime, submission_id)).judging
             config = JudgeConfig.from_settings(
-                self.runtime.settings, prompt_version=rubric.version if rubric else ""
+                self.runtime.settings, prompt_version=judging.rubric.version if judging else ""
             )
         except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
             log.error("judge job for submission %s not run: %s", submission_id, exc.message)

@@ -9,9 +9,24 @@ on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from medvidbench.core.benchmark import Benchmark, Metric, Profile, Task, lazy
+from medvidbench.core.benchmark import (
+    Benchmark,
+    DemoData,
+    Metric,
+    Presentation,
+    Profile,
+    Rule,
+    Task,
+    TestSetFunctions,
+    Uncertainty,
+    lazy,
+)
+
+if TYPE_CHECKING:
+    from medvidbench.benchmarks.medsg.testset import Item
+    from medvidbench.core.scoring import SampleResult
 
 # The synthetic generator's answer styles (kept here so that listing benchmarks stays cheap).
 ARCHETYPES = (
@@ -99,15 +114,24 @@ def _metrics() -> tuple[Metric, ...]:
     return tuple(out)
 
 
+# MedSG-Bench's one named rule: the official script's reading and scoring, or the corrections.
+RULES = Rule(
+    "rules",
+    ("official", "corrected"),
+    "official: the official evaluation script's parsers and arithmetic bit for bit; corrected: "
+    "signed whole numbers, full-width brackets, unreadable answers reported, declared "
+    "coordinates rescaled.",
+)
+
 OFFICIAL = Profile(
     "official",
-    strict=False,
+    variants=(("rules", "official"),),
     description="medsg-official-v1: the official evaluation script's rules bit for bit, quirks "
     "included (strong parser by default; the old parser with the option parser=old).",
 )
 CORRECTED = Profile(
     "corrected",
-    strict=True,
+    variants=(("rules", "corrected"),),
     description="medsg-corrected-v1: signed, whole numbers only; full-width brackets; an "
     "unreadable answer is reported unparsed; coordinates rescaled only when the submission "
     "declares them (0-1000 or 0-1). Never mixed with official numbers.",
@@ -153,7 +177,7 @@ def target_image(item: Any) -> int | None:
     return None
 
 
-def item_drawing(item: Any, result: Any) -> dict[str, Any] | None:
+def item_drawing(item: Any, result: SampleResult | None) -> dict[str, Any] | None:
     """The item browser's drawing: the ground-truth and predicted boxes on the target image
     (``image``: its path in the test set, None when unknown), sized 336x336 or multi_view's."""
     width, height = item.size or (336, 336)
@@ -174,7 +198,7 @@ def first_image(item: Any) -> str:
     return str(item.images[0]) if item.images else str(item.sample_id)
 
 
-BENCHMARK = Benchmark(
+BENCHMARK: Benchmark[Item] = Benchmark(
     slug="medsg",
     title="MedSG-Bench",
     version="1.0",
@@ -182,33 +206,38 @@ BENCHMARK = Benchmark(
     tasks=TASKS,
     metrics=_metrics(),
     profiles=(OFFICIAL, CORRECTED),
-    load_ground_truth=lazy(f"{__name__}.testset:load_ground_truth"),
-    validate_submission=lazy(f"{__name__}.submission:validate_submission"),
+    rules=(RULES,),
+    testset=TestSetFunctions(
+        load=lazy(f"{__name__}.testset:load_ground_truth"),
+        match=lazy(f"{__name__}.submission:validate_submission"),
+    ),
     scorers=lazy(f"{__name__}.tasks:scorers"),
     derived_metrics=lazy(f"{__name__}.tasks:overall"),
-    item_drawing=item_drawing,
     check_options=lazy(f"{__name__}.tasks:check_options"),
-    synthesise=lazy(f"{__name__}.synth:write_synthetic"),
-    rewards=lazy(f"{__name__}.rewards:spec"),
-    cluster_of=first_image,
-    cluster_rule="items sharing their first image together (the items carry no case id; in the "
-    "published set every first image is distinct, so each item is its own cluster)",
-    derived_formulas=lazy(f"{__name__}.tasks:overall_formulas"),
-    archetypes=ARCHETYPES,
     labels="public",
-    identity=IDENTITY,
-    submission_format='predictions by key, [{"task", "index", "prediction"}] (the model\'s raw '
-    "text, or a box of 4 numbers in pixels), or the official evaluation script's own results "
-    "file.",
-    submission_example="""[
+    demo=DemoData(synthesise=lazy(f"{__name__}.synth:write_synthetic"), archetypes=ARCHETYPES),
+    rewards=lazy(f"{__name__}.rewards:spec"),
+    uncertainty=Uncertainty(
+        cluster_of=first_image,
+        cluster_rule="items sharing their first image together (the items carry no case id; "
+        "in the published set every first image is distinct, so each item is its own cluster)",
+        derived_formulas=lazy(f"{__name__}.tasks:overall_formulas"),
+    ),
+    presentation=Presentation(
+        about=ABOUT,
+        identity=IDENTITY,
+        submission_format='predictions by key, [{"task", "index", "prediction"}] (the model\'s '
+        "raw text, or a box of 4 numbers in pixels), or the official evaluation script's own "
+        "results file.",
+        submission_example="""[
   {"task": "referring", "index": 0, "prediction": "[123, 45, 210, 160]"},
   {"task": "multi_view", "index": 0, "prediction": "<|box_start|>(30,41),(88,97)<|box_end|>"}
 ]""",
-    about=ABOUT,
-    links={
-        "Paper (arXiv:2505.11852)": "https://arxiv.org/abs/2505.11852",
-        "Dataset": "https://huggingface.co/MedSG-Bench",
-    },
-    licence="the 76 source datasets' licences (permissive, e.g. CC BY 4.0)",
-    primary_metric="overall.acc_05",
+        links={
+            "Paper (arXiv:2505.11852)": "https://arxiv.org/abs/2505.11852",
+            "Dataset": "https://huggingface.co/MedSG-Bench",
+        },
+        licence="the 76 source datasets' licences (permissive, e.g. CC BY 4.0)",
+        item_drawing=item_drawing,
+    ),
 )

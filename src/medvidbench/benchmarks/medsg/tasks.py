@@ -28,23 +28,28 @@ from medvidbench.core.statistics import Ratio
 KEYS = ("miou", "acc_03", "acc_05", "acc_07")
 
 
+def corrected(profile: Profile) -> bool:
+    """Whether the profile picks the corrected variant of MedSG-Bench's rules."""
+    return profile.variant("rules") == "corrected"
+
+
 def check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
     """Why these scoring options cannot be scored under ``profile`` (None: they can)."""
     for key, allowed in (("parser", PARSERS), ("coordinates", COORDINATES)):
         value = options.get(key, allowed[0])
         if value not in allowed:
             return f"option {key} must be one of {', '.join(allowed)}; got {value!r}"
-    if not profile.strict and options.get("coordinates", "pixel") != "pixel":
+    if not corrected(profile) and options.get("coordinates", "pixel") != "pixel":
         return (
             "the official rules never rescale an answer: coordinates other than pixel "
             "need the corrected profile"
         )
-    if profile.strict and options.get("parser", "strong") != "strong":
+    if corrected(profile) and options.get("parser", "strong") != "strong":
         return "the corrected profile has one parser: leave parser unset"
     return None
 
 
-class GroundingScorer(TaskScorer):
+class GroundingScorer(TaskScorer[Item]):
     """One task's items: parse each answer, IoU against the ground-truth box, the counters."""
 
     def __init__(self, task: str) -> None:
@@ -61,9 +66,8 @@ class GroundingScorer(TaskScorer):
         parser = str(ctx.options.get("parser", "strong"))
         coordinates = str(ctx.options.get("coordinates", "pixel"))
         claims: dict[int, float] = ctx.options.get("file_ious", {})  # compared, never used
-        needs_size = (not profile.strict and parser == "old") or (
-            profile.strict and coordinates != "pixel"
-        )
+        fixed = corrected(profile)
+        needs_size = (not fixed and parser == "old") or (fixed and coordinates != "pixel")
         out = []
         for item, answer in zip(items, texts, strict=True):
             if needs_size and item.task == "multi_view" and item.size is None:
@@ -71,7 +75,7 @@ class GroundingScorer(TaskScorer):
                     f"{item.sample_id} has no size in the ground truth; these rules need it"
                 )
             size = item.size if item.task == "multi_view" else None
-            if profile.strict:
+            if fixed:
                 scored = score_corrected(answer, item.answer, coordinates, size)  # type: ignore[arg-type]
             else:
                 scored = score_official(answer, item.answer, parser, size)  # type: ignore[arg-type]

@@ -8,8 +8,9 @@ this module is cheap: loaders, scorers and the synthetic generator are imported 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from medvidbench.benchmarks.medvidbench.importers import IMPORTERS
 from medvidbench.benchmarks.medvidbench.metrics import (
     LEADERBOARD_V1,
     METRICS,
@@ -17,8 +18,21 @@ from medvidbench.benchmarks.medvidbench.metrics import (
     STRICT_V2,
 )
 from medvidbench.benchmarks.medvidbench.rubric import RUBRIC
+from medvidbench.benchmarks.medvidbench.rules import RULES
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS
-from medvidbench.core.benchmark import Benchmark, Task, lazy
+from medvidbench.core.benchmark import (
+    Benchmark,
+    DemoData,
+    JudgedScoring,
+    Presentation,
+    Task,
+    TestSetFunctions,
+    Uncertainty,
+    lazy,
+)
+
+if TYPE_CHECKING:
+    from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 
 ABOUT = """MedVidBench tests video-language models on surgical and nursing videos: 6,245 test \
 questions over 8 tasks from 8 source datasets (AVOS, CholecT50, CholecTrack20, Cholec80_CVS, \
@@ -65,7 +79,7 @@ def source_video(item: Any) -> str:
     return str(item.sample_id).split("&&", 1)[0]
 
 
-BENCHMARK = Benchmark(
+BENCHMARK: Benchmark[Sample] = Benchmark(
     slug="medvidbench",
     title="MedVidBench",
     version="1.0",
@@ -73,36 +87,43 @@ BENCHMARK = Benchmark(
     tasks=tuple(Task(t.name, t.label, t.title, t.test_count) for t in TASKS.values()),
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),
-    load_ground_truth=lazy(f"{__name__}.groundtruth:load_ground_truth"),
-    validate_submission=lazy(f"{__name__}.matching:validate_submission"),
+    rules=RULES,
+    testset=TestSetFunctions(
+        load=lazy(f"{__name__}.groundtruth:load_ground_truth"),
+        match=lazy(f"{__name__}.matching:validate_submission"),
+        questions=lazy(f"{__name__}.groundtruth:load_questions"),
+    ),
     scorers=lazy(f"{__name__}.tasks:rule_based_scorers"),
-    judged_scorers=lazy(f"{__name__}.tasks.captions:judged_scorers"),
     embedder=lazy(f"{__name__}.tasks.nap:prepared_embedder"),
-    rubric=RUBRIC,
-    synthesise=lazy(f"{__name__}.synth:write_synthetic"),
-    archetypes=ARCHETYPES,
-    reported_results=reported_results,
-    rewards=lazy(f"{__name__}.rewards:spec"),
-    cluster_of=source_video,
-    cluster_rule="every question about one source video together (the video id of the sample id)",
     labels="hidden",
-    identity=IDENTITY,
-    submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '
-    "inference script's results.json).",
-    submission_example="""[
+    judging=JudgedScoring(scorers=lazy(f"{__name__}.tasks.captions:judged_scorers"), rubric=RUBRIC),
+    demo=DemoData(synthesise=lazy(f"{__name__}.synth:write_synthetic"), archetypes=ARCHETYPES),
+    rewards=lazy(f"{__name__}.rewards:spec"),
+    uncertainty=Uncertainty(
+        cluster_of=source_video,
+        cluster_rule="every question about one source video together (the video id of the "
+        "sample id)",
+    ),
+    presentation=Presentation(
+        about=ABOUT,
+        identity=IDENTITY,
+        submission_format='a JSON list of {"id", "qa_type", "prediction"} records (or the '
+        "inference script's results.json).",
+        submission_example="""[
   {"id": "kcOqlifSukA&&22425&&25124&&1.0", "qa_type": "tal",
    "prediction": "0.0-12.5 seconds, 40.0-58.0 seconds"},
   {"id": "kcOqlifSukA&&22425&&25124&&1.0", "qa_type": "next_action",
    "prediction": "Dissect the cystic duct"}
 ]""",
-    about=ABOUT,
-    citation=CITATION,
-    links={
-        "Paper (arXiv:2512.06581)": "https://arxiv.org/abs/2512.06581",
-        "Project page": "https://uii-ai.github.io/MedGRPO/",
-        "Dataset": "https://huggingface.co/datasets/UII-AI/MedVidBench",
-        "Code": "https://github.com/UII-AI/MedGRPO-Code",
-    },
-    licence="CC BY-NC-SA 4.0",
-    primary_metric="cvs_acc",
+        citation=CITATION,
+        links={
+            "Paper (arXiv:2512.06581)": "https://arxiv.org/abs/2512.06581",
+            "Project page": "https://uii-ai.github.io/MedGRPO/",
+            "Dataset": "https://huggingface.co/datasets/UII-AI/MedVidBench",
+            "Code": "https://github.com/UII-AI/MedGRPO-Code",
+        },
+        licence="CC BY-NC-SA 4.0",
+        reported_results=reported_results,
+    ),
+    importers=IMPORTERS,
 )

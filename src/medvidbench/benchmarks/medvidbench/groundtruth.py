@@ -68,6 +68,9 @@ class GroundTruth:
     samples: list[Sample]
     sha256: str
     warnings: ProblemList = field(default_factory=ProblemList)
+    # False for the public questions file (:func:`load_questions`): every answer is "", so it
+    # can check a prediction file but never score one.
+    answers: bool = True
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -79,6 +82,16 @@ class GroundTruth:
         for s in self.samples:
             out.setdefault((s.sample_id, s.qa_type), []).append(s.index)
         return out
+
+    @cached_property
+    def qa_types(self) -> list[str]:
+        """Each sample's qa_type, in file order."""
+        return [s.qa_type for s in self.samples]
+
+    @cached_property
+    def qa_type_set(self) -> set[str | None]:
+        """The qa_types the test set asks."""
+        return set(self.qa_types)
 
     @cached_property
     def variants_by_task(self) -> dict[tuple[str, str], list[str]]:
@@ -116,6 +129,24 @@ def load_ground_truth(
     Raises:
         InvalidGroundTruthError: with every problem found, when the file is unusable.
     """
+    return _load(source, max_bytes, answers=True)
+
+
+def load_questions(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> GroundTruth:
+    """Load the public questions file: the test file without its answers (records whose
+    ``conversations`` hold the human turn only; a ``data_source`` is not required).
+
+    The result checks a prediction file (coverage, ids, qa_types, order) before the answers
+    are released; it cannot score one (``answers`` is False, every answer is ""). A full test
+    file loads too, its answers dropped.
+
+    Raises:
+        InvalidGroundTruthError: with every problem found, when the file is unusable.
+    """
+    return _load(source, max_bytes, answers=False)
+
+
+def _load(source: str | Path | bytes, max_bytes: int, answers: bool) -> GroundTruth:
     name = "" if isinstance(source, bytes) else str(source)
     data = source if isinstance(source, bytes) else read_bytes(source, max_bytes)
     hint = "jsonl" if name.endswith(".jsonl") else "auto"
@@ -136,12 +167,12 @@ def load_ground_truth(
         for i in range(len(records)):
             rec, records[i] = records[i], None  # release each record as soon as it is converted
             if rec is not None:
-                sample = _to_sample(i, rec, record_label(decoded, i), problems)
+                sample = _to_sample(i, rec, record_label(decoded, i), problems, answers)
                 if sample is not None:
                     samples.append(sample)
         if problems:
             raise InvalidGroundTruthError(problems, name)
-        gt = GroundTruth(samples, decoded.sha256)
+        gt = GroundTruth(samples, decoded.sha256, answers=answers)
         _warn_indistinguishable(gt)
     return gt
 
@@ -175,7 +206,9 @@ def _check_record(raw: object, where: str, problems: ProblemList) -> GTRecord | 
         return None
 
 
-def _to_sample(i: int, rec: GTRecord, where: str, problems: ProblemList) -> Sample | None:
+def _to_sample(
+    i: int, rec: GTRecord, where: str, problems: ProblemList, answers: bool = True
+) -> Sample | None:
     meta = rec.metadata
     sid = sample_id(
         meta.video_id, meta.input_video_start_frame, meta.input_video_end_frame, meta.fps
@@ -189,6 +222,8 @@ def _to_sample(i: int, rec: GTRecord, where: str, problems: ProblemList) -> Samp
         )
     source = rec.data_source if rec.data_source not in (None, "", "Unknown") else rec.dataset_name
     dataset = canonical_dataset(source) if source else None
+    if dataset is None and not answers:
+        dataset = ""  # the questions file need not name it: nothing is scored per dataset
     if dataset is None:
         got = repr(source) if source else "nothing"
         problems.add(
@@ -213,11 +248,15 @@ def _to_sample(i: int, rec: GTRecord, where: str, problems: ProblemList) -> Samp
             )
         )
     turns = {t.from_: t.value for t in reversed(rec.conversations)}
+    if not answers and "human" in turns:
+        turns["gpt"] = ""
     if "human" not in turns or "gpt" not in turns:
         problems.add(
             Problem(
                 "missing-turn",
-                f"{where}: expected a 'human' and a 'gpt' turn in conversations",
+                f"{where}: expected a 'human' and a 'gpt' turn in conversations"
+                if answers
+                else f"{where}: expected a 'human' turn (the question) in conversations",
                 i,
                 sid,
             )
@@ -234,7 +273,7 @@ def _to_sample(i: int, rec: GTRecord, where: str, problems: ProblemList) -> Samp
         fps,
         strip_video_tag(turns["human"]),
         turns["gpt"],
-        bytes(rec.struc_info),
+        bytes(rec.struc_info) if answers else b"null",
     )
 
 
@@ -250,7 +289,8 @@ def _warn_indistinguishable(gt: GroundTruth) -> None:
                 Problem(
                     "indistinguishable-samples",
                     f"{repeated} samples with id {sid!r} and qa_type {qa_type!r} share the same "
-                    "question; predictions for them are matched by order of occurrence",
+                    "question; only order (or an 'index' field in each prediction) tells their "
+                    "answers apart",
                     members[0],
                     sid,
                 )

@@ -7,6 +7,7 @@ benchmark definition.
 
 from __future__ import annotations
 
+from medvidbench.benchmarks.medvidbench.rules import EXTRACTION, SCORING
 from medvidbench.core.benchmark import Metric, Profile
 
 METRICS: tuple[Metric, ...] = (
@@ -60,14 +61,14 @@ METRICS_BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 LEADERBOARD_V1 = Profile(
     "leaderboard-v1",
-    strict=False,
     description="Reproduces the published MedVidBench leaderboard's numbers, quirks included.",
+    variants=((EXTRACTION.name, "published"), (SCORING.name, "published")),
 )
 STRICT_V2 = Profile(
     "strict-v2",
-    strict=True,
     description="Corrected definitions: tolerant parsing, every sample counts, unparseable "
     "answers score 0, no frame truncation.",
+    variants=((EXTRACTION.name, "tolerant"), (SCORING.name, "corrected")),
 )
 PROFILES: dict[str, Profile] = {p.name: p for p in (LEADERBOARD_V1, STRICT_V2)}
 DEFAULT_PROFILE = LEADERBOARD_V1.name

@@ -61,10 +61,12 @@ class SubmissionRecord(msgspec.Struct):
 
     Prediction-only records carry ``id`` + ``prediction``; ``results.json`` records carry
     ``metadata`` + ``answer`` (+ ``question``). ``index`` optionally names the test-set
-    position explicitly. Unknown fields, including any uploaded ground truth, are dropped.
+    position explicitly; a record with an ``index`` needs neither id nor qa_type (the files
+    ``medvidbench import`` writes). Unknown fields, including any uploaded ground truth, are
+    dropped.
     """
 
-    qa_type: str
+    qa_type: str | msgspec.UnsetType = msgspec.UNSET
     prediction: str | msgspec.UnsetType = msgspec.UNSET
     answer: str | msgspec.UnsetType = msgspec.UNSET
     id: str | msgspec.UnsetType = msgspec.UNSET

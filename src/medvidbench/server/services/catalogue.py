@@ -136,7 +136,7 @@ def seed_published(runtime: Runtime, slug: str | None = None) -> int:
         if session.scalar(select(Entry.id).where(Entry.board_id == board.id).limit(1)):
             return 0
     added = 0
-    for item in definition.reported_results():
+    for item in definition.presentation.reported_results():
         add_reported(
             runtime,
             None,
@@ -171,14 +171,14 @@ def bootstrap(runtime: Runtime, ground_truth: Path | None = None) -> list[Benchm
             )
         if found is None:
             definition = runtime.definition(slug)
-            if definition.synthesise is None:
+            if definition.demo is None:
                 if slug == runtime.default_slug:
                     raise UsageError(
                         f"benchmark {slug!r} has no synthetic demo set; "
                         "give its test set with --ground-truth"
                     )
                 continue
-            files = definition.synthesise(runtime.data_dir / "demo" / slug, None, 0)
+            files = definition.demo.synthesise(runtime.data_dir / "demo" / slug, None, 0)
             found = load_benchmark(
                 runtime,
                 files["ground_truth"],

@@ -145,9 +145,10 @@ def _row(definition: Any, item: Any, stored: StoredItem, folder: Path | None) ->
 
 
 def _drawing(definition: Any, item: Any, result: Any, folder: Path | None) -> dict[str, Any] | None:
-    if definition.item_drawing is None:
+    draw = definition.presentation.item_drawing
+    if draw is None:
         return None
-    drawing: dict[str, Any] | None = definition.item_drawing(item, result)
+    drawing: dict[str, Any] | None = draw(item, result)
     if drawing is not None:
         drawing["image_url"] = (
             f"/b/{definition.slug}/item-image?key={quote(item.sample_id, safe='')}"
@@ -175,14 +176,15 @@ def item_image(runtime: Runtime, slug: str, key: str) -> tuple[Path, str]:
     """
     definition = runtime.definition(slug)
     folder = image_folder(runtime, definition.slug)
-    if folder is None or definition.labels != "public" or definition.item_drawing is None:
+    draw = definition.presentation.item_drawing
+    if folder is None or definition.labels != "public" or draw is None:
         raise NotFoundError("no images are served for this benchmark")
     from medvidbench.server.services.submissions import current_benchmark
 
     test_set = current_benchmark(runtime, definition.slug)
     gt = runtime.ground_truth(test_set.gt_sha256, test_set.slug)
     item = next((s for s in gt.samples if s.sample_id == key), None)
-    drawing = definition.item_drawing(item, None) if item is not None else None
+    drawing = draw(item, None) if item is not None else None
     relative = (drawing or {}).get("image")
     if not relative:
         raise NotFoundError(f"no target image for item {key[:80]!r}")

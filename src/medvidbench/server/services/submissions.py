@@ -255,6 +255,8 @@ def submit(
         problem = definition.check_options(report.options, definition.profile())
         if problem is not None:  # the board's profile could not score it: refuse it now
             report.errors.add(Problem("bad-option", problem))
+    if runtime.settings.refuse_order_only:
+        report.refuse_order_only()
     if not report.ok:
         kept.unlink(missing_ok=True)
         with transaction(runtime.sessions) as session:
@@ -341,9 +343,10 @@ def _received(report: Any, size: int) -> str:
 def _validated(report: Any) -> str:
     warnings = len(report.warnings)
     missing = f"; not submitted: {', '.join(report.missing_tasks)}" if report.missing_tasks else ""
+    restored = f"; {report.restored}" if report.restored else ""
     return (
         f"validated: {report.verdict}, {report.matched:,} predictions matched, "
-        f"{count(warnings, 'warning')}{missing}; queued for scoring"
+        f"{count(warnings, 'warning')}{missing}{restored}; queued for scoring"
     )
 
 

@@ -45,14 +45,18 @@ def _definition(rt: Runtime, slug: str | None) -> Definition:
 @router.get("/health")
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
-    ``demo`` describe the default benchmark's test set)."""
-    bench = current_benchmark(rt)
+    ``demo`` describe the default benchmark's test set; null before one is loaded: a server
+    with no test set yet is up, and must pass a deployment's health check)."""
+    try:
+        bench = current_benchmark(rt)
+    except NotFoundError:
+        bench = None
     return {
         "status": "ok",
         "version": __version__,
-        "benchmark": bench.name,
-        "samples": bench.sample_count,
-        "demo": bench.is_demo,
+        "benchmark": bench.name if bench else None,
+        "samples": bench.sample_count if bench else None,
+        "demo": bench.is_demo if bench else None,
         "benchmarks": rt.hosted,
         "judge": judge_summary(rt.settings),
     }
@@ -68,14 +72,14 @@ def benchmarks(rt: Rt) -> list[dict[str, Any]]:
 def benchmark(rt: Rt, slug: str) -> dict[str, Any]:
     """One benchmark: its definition's metadata and its current test set."""
     found = next(h for h in catalogue.hosted(rt) if h.slug == _definition(rt, slug).slug)
-    d = found.definition
+    shown = found.definition.presentation
     return {
         **found.summary(),
-        "about": d.about,
-        "identity": d.identity,
-        "citation": d.citation,
-        "links": dict(d.links),
-        "licence": d.licence,
+        "about": shown.about,
+        "identity": shown.identity,
+        "citation": shown.citation,
+        "links": dict(shown.links),
+        "licence": shown.licence,
         **metrics(rt, slug),
     }
 
@@ -88,7 +92,7 @@ def metrics(rt: Rt, slug: str | None = None) -> dict[str, Any]:
         "scorer_version": bench.scorer_version,
         "metrics": [{**asdict(m), "group": bench.group_of(m)} for m in bench.metrics],
         "tasks": [asdict(t) for t in bench.tasks],
-        "profiles": [asdict(p) for p in bench.profiles],
+        "profiles": [{**asdict(p), "variants": dict(p.variants)} for p in bench.profiles],
     }
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, TaskInfo, task_for_qa_type
 
 if TYPE_CHECKING:
-    from medvidbench.core.scoring import Scorer
+    from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+    from medvidbench.core.scoring import TaskScorer
 
 RULE_BASED_MODULES = ("tal", "stg", "nap", "dvc", "sa", "cvs")
 
@@ -21,9 +22,9 @@ __all__ = ["TASKS", "TaskInfo", "rule_based_scorers", "task_for_qa_type"]
 
 
 @cache
-def rule_based_scorers() -> dict[str, Scorer]:
+def rule_based_scorers() -> dict[str, TaskScorer[Sample]]:
     """The rule-based scorers by task, imported on first use."""
-    scorers: dict[str, Scorer] = {}
+    scorers: dict[str, TaskScorer[Sample]] = {}
     for name in RULE_BASED_MODULES:
         scorer = import_module(f"{__name__}.{name}").SCORER
         scorers[scorer.task] = scorer

@@ -36,11 +36,20 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.rubric import ASPECT_CODES, RUBRIC
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.benchmarks.medvidbench.tasks import dvc
 from medvidbench.benchmarks.medvidbench.tasks.tal import assign
 from medvidbench.core.benchmark import Profile
-from medvidbench.core.scoring import SampleResult, TaskResult, group_by_dataset, mean_or_none
+from medvidbench.core.scoring import (
+    Context,
+    JudgedScorer,
+    SampleResult,
+    TaskResult,
+    group_by_dataset,
+    mean_or_none,
+)
 
 if TYPE_CHECKING:
     from medvidbench.core.judge.cache import Judgement
@@ -90,7 +99,7 @@ def _blank(text: str, profile: Profile) -> bool:
     of whitespace alone (" ", "\\u00a0", "\\n") goes to the judge as it is and its score counts.
     ``strict-v2`` treats a blank answer as empty too (a miss, scored 1 without a call).
     """
-    return not text.strip() if profile.strict else text == ""
+    return not text.strip() if tolerant(profile) else text == ""
 
 
 def plan(
@@ -115,7 +124,7 @@ def plan(
         elif _blank(s.answer, profile):
             p.dropped = True
         elif _blank(text, profile):
-            p.dropped, p.empty_answer = not profile.strict, True
+            p.dropped, p.empty_answer = not corrected(profile), True
         else:
             p.key = request(text, s.answer)
         planned.append(p)
@@ -134,12 +143,12 @@ def strict_matches(
 
 def _plan_dvc(p: Planned, s: Any, text: str, profile: Profile, request: Any) -> None:
     gt = dvc.truth(s.structure())
-    pred = dvc.parse(text, profile.strict)
-    if not gt or (not pred and not profile.strict):
+    pred = dvc.parse(text, tolerant(profile))
+    if not gt or (not pred and not corrected(profile)):
         p.dropped = True
         return
     for theta in THRESHOLDS:
-        if profile.strict:
+        if corrected(profile):
             pairs, unmatched = strict_matches(pred, gt, theta)
             p.keys_by_theta[theta] = [request(pred[i][2], gt[j][2]) for i, j in pairs]
             p.unmatched_by_theta[theta] = unmatched
@@ -172,7 +181,7 @@ def aggregate(plan_: CaptionPlan, judged: dict[str, Judgement], profile: Profile
         return _aggregate_dvc(plan_, judged, profile)
     rows: list[SampleResult] = []
     for p in plan_.samples:
-        if p.empty_answer and profile.strict:
+        if p.empty_answer and corrected(profile):
             value: float | None = LOWEST
         elif p.key is not None and p.key in judged:
             value = _mean_scores(judged[p.key])
@@ -189,7 +198,7 @@ def aggregate(plan_: CaptionPlan, judged: dict[str, Judgement], profile: Profile
     by_key = {p.index: p for p in plan_.samples}
 
     def score(rs: Sequence[SampleResult]) -> float | None:
-        if profile.strict:
+        if corrected(profile):
             return mean_or_none([r.values[plan_.metric] for r in rs if r.values])
         return _aspect_score(
             [judged[k] for r in rs if r.values for k in [by_key[r.index].key] if k is not None]
@@ -206,10 +215,12 @@ def _aggregate_dvc(
     rows: list[SampleResult] = []
     for p in plan_.samples:
         value = (
-            None if p.dropped else (_dvc_sample_v2 if profile.strict else _dvc_sample_v1)(p, judged)
+            None
+            if p.dropped
+            else (_dvc_sample_v2 if corrected(profile) else _dvc_sample_v1)(p, judged)
         )
         pairs = None
-        if not profile.strict:  # what the v1 aggregate pools, kept for bootstrap intervals
+        if not corrected(profile):  # what the v1 aggregate pools, kept for bootstrap intervals
             pairs = {
                 theta: [sum(_mean_scores(judged[k]) for k in got), len(got)]
                 for theta, keys in p.keys_by_theta.items()
@@ -226,7 +237,7 @@ def _aggregate_dvc(
         )
     groups = group_by_dataset(rows)
     by_index = {p.index: p for p in plan_.samples}
-    if profile.strict:
+    if corrected(profile):
         per_dataset = {
             d: mean_or_none([r.values["dvc_llm"] for r in rs if r.values])
             for d, rs in groups.items()
@@ -318,7 +329,7 @@ def similarity(samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float 
     return float((a * b).sum(axis=1).clip(-1.0, 1.0).mean())
 
 
-class CaptionScorer:
+class CaptionScorer(JudgedScorer[Sample]):
     """The judged part of one caption task, through the scorer contract's judge hooks."""
 
     similarity_about = (
@@ -333,7 +344,7 @@ class CaptionScorer:
         self.similarity_key = SIMILARITY_KEYS[task]
 
     def plan(
-        self, samples: Sequence[Any], texts: Sequence[str], profile: Profile, judge_id: str
+        self, samples: Sequence[Sample], texts: Sequence[str], profile: Profile, judge_id: str
     ) -> CaptionPlan:
         return plan(self.task, samples, texts, profile, judge_id)
 
@@ -342,7 +353,9 @@ class CaptionScorer:
     ) -> TaskResult:
         return aggregate(plan_, judged, profile)
 
-    def similarity(self, samples: Sequence[Any], texts: Sequence[str], ctx: Any) -> float | None:
+    def similarity(
+        self, samples: Sequence[Sample], texts: Sequence[str], ctx: Context
+    ) -> float | None:
         return similarity(samples, texts, ctx)
 
     def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
@@ -352,7 +365,7 @@ class CaptionScorer:
         weighted by their shares of the DVC samples."""
         from medvidbench.core.statistics import Linearised, Ratio, sample_means
 
-        if profile.strict or self.task != "dense_captioning":
+        if corrected(profile) or self.task != "dense_captioning":
             return sample_means(results, self.metric_keys)
         out = Linearised()
         counts: dict[str, int] = {}

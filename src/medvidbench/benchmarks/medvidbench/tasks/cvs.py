@@ -16,14 +16,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from medvidbench.core.benchmark import Profile
-from medvidbench.core.scoring import (
-    SampleResult,
-    TaskResult,
-    TaskScorer,
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
+from medvidbench.benchmarks.medvidbench.tasks.balanced import (
     balanced_linearised,
     balanced_task_result,
 )
+from medvidbench.core.benchmark import Profile
+from medvidbench.core.scoring import SampleResult, TaskResult, TaskScorer
 
 if TYPE_CHECKING:
     from medvidbench.core.statistics import Linearised
@@ -101,15 +101,15 @@ def score(gt: dict[str, int], pred: dict[str, int], strict: bool) -> dict[str, f
     return out
 
 
-class CVSScorer(TaskScorer):
+class CVSScorer(TaskScorer[Sample]):
     task = "cvs_assessment"
     metric_keys: tuple[str, ...] = ("cvs_acc",)
 
-    def parse(self, text: str, item: Any, profile: Profile) -> dict[str, int]:
-        return parse(text, profile.strict)
+    def parse(self, text: str, item: Sample, profile: Profile) -> dict[str, int]:
+        return parse(text, tolerant(profile))
 
-    def score_sample(self, parsed: dict[str, int], item: Any, profile: Profile) -> SampleResult:
-        values = score(truth(item.structure(), item.answer), parsed, profile.strict)
+    def score_sample(self, parsed: dict[str, int], item: Sample, profile: Profile) -> SampleResult:
+        values = score(truth(item.structure(), item.answer), parsed, corrected(profile))
         return SampleResult(item.index, item.dataset, bool(parsed), values)
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
@@ -163,15 +165,15 @@ def score(gt: list[Event], pred: list[Event], fps: float, strict: bool) -> float
     return f1([(int(a * fps), int(b * fps)) for a, b, _ in gt], frames)
 
 
-class DVCScorer(TaskScorer):
+class DVCScorer(TaskScorer[Sample]):
     task = "dense_captioning"
     metric_keys: tuple[str, ...] = ("dvc_f1",)
 
-    def parse(self, text: str, item: Any, profile: Profile) -> list[Event]:
-        return parse(text, profile.strict)
+    def parse(self, text: str, item: Sample, profile: Profile) -> list[Event]:
+        return parse(text, tolerant(profile))
 
-    def score_sample(self, parsed: list[Event], item: Any, profile: Profile) -> SampleResult:
-        value = score(truth(item.structure()), parsed, item.fps, profile.strict)
+    def score_sample(self, parsed: list[Event], item: Sample, profile: Profile) -> SampleResult:
+        value = score(truth(item.structure()), parsed, item.fps, corrected(profile))
         note = "" if value is not None else "no event parsed" if parsed == [] else "no GT event"
         return SampleResult(
             item.index,
@@ -190,7 +192,7 @@ class DVCScorer(TaskScorer):
                 "count": len(rs),
                 "evaluated": sum(r.values is not None for r in rs),
             }
-        if profile.strict:
+        if corrected(profile):
             overall = mean_or_none([r.values["dvc_f1"] for r in results if r.values is not None])
         else:  # count-weighted per-dataset means; a dataset with nothing parsed enters as 0
             total = sum(int(v["count"] or 0) for v in per_dataset.values())
@@ -207,7 +209,7 @@ class DVCScorer(TaskScorer):
     def linearise(self, results: list[SampleResult], profile: Profile) -> Linearised:
         """strict-v2: the sample mean. v1: per-dataset means weighted by the datasets' shares of
         the samples, a dataset with nothing evaluated entering as 0."""
-        if profile.strict:
+        if corrected(profile):
             return super().linearise(results, profile)
         from medvidbench.core.statistics import Linearised, Ratio
 

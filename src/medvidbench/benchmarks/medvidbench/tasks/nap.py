@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     Context,
@@ -148,15 +150,16 @@ def predict(texts: Sequence[str], classes: Sequence[str], ctx: Context) -> list[
     return out
 
 
-class NAPScorer(TaskScorer):
+class NAPScorer(TaskScorer[Sample]):
     task = "next_action"
     metric_keys: tuple[str, ...] = ("nap_acc",)
 
     def parse_all(
-        self, items: Sequence[Any], texts: Sequence[str], profile: Profile, ctx: Context
+        self, items: Sequence[Sample], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> list[NAPAnswer]:
         """Each answer's class against its item's class list, in one embedding batch."""
-        strict = profile.strict
+        strict = tolerant(profile)  # how labels and answers are read
+        counts_all = corrected(profile)  # every answer scored, the test set's own labels added
         # Scoring a subset (training rewards): the labels of the whole file, for the class
         # lists a test set derives from its own labels (EgoSurgery), by dataset.
         label_sets: dict[str, Sequence[str]] = ctx.options.get("label_sets") or {}
@@ -170,7 +173,7 @@ class NAPScorer(TaskScorer):
             preds = [normalize(texts[i], strict) for i in members]
             known = [normalize(label, strict) for label in label_sets.get(key[0], ())]
             classes = class_list(key, gts + known)
-            if strict:
+            if counts_all:
                 classes = [normalize(c, True) for c in classes]
                 classes += sorted({g for g in gts if g not in classes})
             prepared.append((members, gts, preds, classes))
@@ -187,13 +190,13 @@ class NAPScorer(TaskScorer):
                 out[i] = NAPAnswer(
                     # v1 maps even an empty answer to a class; v2 reads an answer only when it
                     # holds a letter or digit ("--" is no answer, not the nearest class)
-                    parsed=bool(_ALNUM.search(pred)) or not strict,
+                    parsed=bool(_ALNUM.search(pred)) or not counts_all,
                     exact=pred in gt_index,
                     correct=None if gt not in gt_index else p == gt_index[gt],
                 )
         return [a for a in out if a is not None]
 
-    def score_sample(self, parsed: NAPAnswer, item: Any, profile: Profile) -> SampleResult:
+    def score_sample(self, parsed: NAPAnswer, item: Sample, profile: Profile) -> SampleResult:
         extra = {"exact": parsed.exact}
         if parsed.correct is None:
             return SampleResult(

@@ -16,15 +16,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from medvidbench.core import linear_re
-from medvidbench.core.benchmark import Profile
-from medvidbench.core.scoring import (
-    SampleResult,
-    TaskResult,
-    TaskScorer,
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
+from medvidbench.benchmarks.medvidbench.tasks.balanced import (
     balanced_linearised,
     balanced_task_result,
 )
+from medvidbench.core import linear_re
+from medvidbench.core.benchmark import Profile
+from medvidbench.core.scoring import SampleResult, TaskResult, TaskScorer
 
 if TYPE_CHECKING:
     from medvidbench.core.statistics import Linearised
@@ -129,17 +129,17 @@ def score(
     return out
 
 
-class SAScorer(TaskScorer):
+class SAScorer(TaskScorer[Sample]):
     task = "skill_assessment"
     metric_keys: tuple[str, ...] = ("sa_acc",)
 
-    def parse(self, text: str, item: Any, profile: Profile) -> tuple[str | None, dict[str, int]]:
-        return parse(text, profile.strict)
+    def parse(self, text: str, item: Sample, profile: Profile) -> tuple[str | None, dict[str, int]]:
+        return parse(text, tolerant(profile))
 
     def score_sample(
-        self, parsed: tuple[str | None, dict[str, int]], item: Any, profile: Profile
+        self, parsed: tuple[str | None, dict[str, int]], item: Sample, profile: Profile
     ) -> SampleResult:
-        values = score(truth(item.structure(), item.answer), parsed, profile.strict)
+        values = score(truth(item.structure(), item.answer), parsed, corrected(profile))
         return SampleResult(
             item.index,
             item.dataset,

@@ -19,6 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
@@ -146,26 +148,26 @@ def score(gt: dict[str, Box], pred: dict[str, Box], strict: bool = False) -> flo
     return sum(ious) / len(ious)
 
 
-class STGScorer(TaskScorer):
+class STGScorer(TaskScorer[Sample]):
     task = "stg"
     metric_keys: tuple[str, ...] = ("stg_miou",)
 
     def parse(
-        self, text: str, item: Any, profile: Profile
+        self, text: str, item: Sample, profile: Profile
     ) -> tuple[dict[str, Box], dict[str, Box]]:
         """The predicted boxes, read at the ground truth's time keys (with that truth)."""
         gt = truth(item.structure())
-        return parse(text, list(gt), profile.strict), gt
+        return parse(text, list(gt), tolerant(profile)), gt
 
     def score_sample(
-        self, parsed: tuple[dict[str, Box], dict[str, Box]], item: Any, profile: Profile
+        self, parsed: tuple[dict[str, Box], dict[str, Box]], item: Sample, profile: Profile
     ) -> SampleResult:
         pred, gt = parsed
         if not gt:
             return SampleResult(
                 item.index, item.dataset, bool(pred), None, "ground truth has no boxes"
             )
-        value = score(gt, pred, profile.strict)
+        value = score(gt, pred, corrected(profile))
         return SampleResult(item.index, item.dataset, bool(pred), {"stg_miou": value})
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:

@@ -18,6 +18,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
@@ -176,15 +178,15 @@ def aggregate(results: Sequence[SampleResult]) -> dict[str, float | None]:
     return {k: micro_mean(results, k) for k in keys}
 
 
-class TALScorer(TaskScorer):
+class TALScorer(TaskScorer[Sample]):
     task = "tal"
     metric_keys: tuple[str, ...] = ("tag_miou_03", "tag_miou_05")
 
-    def parse(self, text: str, item: Any, profile: Profile) -> list[Segment]:
-        return parse(text, profile.strict)
+    def parse(self, text: str, item: Sample, profile: Profile) -> list[Segment]:
+        return parse(text, tolerant(profile))
 
-    def score_sample(self, parsed: list[Segment], item: Any, profile: Profile) -> SampleResult:
-        values = score(truth(item.structure()), parsed, item.fps, profile.strict)
+    def score_sample(self, parsed: list[Segment], item: Sample, profile: Profile) -> SampleResult:
+        values = score(truth(item.structure()), parsed, item.fps, corrected(profile))
         return SampleResult(item.index, item.dataset, bool(parsed), values)
 
     def aggregate(self, results: list[SampleResult], profile: Profile) -> TaskResult:

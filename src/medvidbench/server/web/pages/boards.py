@@ -229,7 +229,7 @@ def about(request: Request, slug: str) -> Response:
         tasks=definition.tasks,
         profiles=definition.profiles,
         bench=current_benchmark(rt, definition.slug),
-        reported=list(definition.reported_results()),
+        reported=list(definition.presentation.reported_results()),
     )
 
 

@@ -1,0 +1,173 @@
+"""``medvidbench import`` and ``medvidbench export-task``: bridges to the evaluation toolkits
+researchers already run (lmms-eval, VLMEvalKit), through the benchmark's importers.
+
+(``export-task``, not ``export``: ``medvidbench export`` prints a server's board.)"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from medvidbench.cli.consoles import console
+from medvidbench.cli.main import BenchmarkSlug, app, friendly
+from medvidbench.core.errors import (
+    InvalidGroundTruthError,
+    Problem,
+    ProblemList,
+    UsageError,
+)
+
+Questions = Annotated[
+    Path | None,
+    typer.Option(
+        "--questions",
+        help="The test file (the public questions file will do): fills in each answer's id "
+        "and qa_type and checks it belongs to the question at its index.",
+    ),
+]
+
+
+def _importers(bench: Any) -> Mapping[str, Any]:
+    found: Mapping[str, Any] = bench.importers  # the benchmark's importers capability
+    return found
+
+
+def _pick(bench: Any, name: str) -> Any:
+    found = _importers(bench)
+    if name not in found:
+        known = ", ".join(found) or "none"
+        raise UsageError(f"benchmark {bench.slug!r} has no importer {name!r} (it has: {known})")
+    return found[name]
+
+
+def _source(path: Path) -> tuple[bytes, str]:
+    """A file's bytes and name; ``-`` is standard input."""
+    from medvidbench.core.formats import read_bytes
+
+    if str(path) == "-":
+        return sys.stdin.buffer.read(), "-"
+    return read_bytes(path), path.name
+
+
+def _questions(path: Path | None) -> list[dict[str, Any]] | None:
+    """The test file's records as plain objects (a JSON list, a dict keyed "0".., or JSONL)."""
+    if path is None:
+        return None
+    import msgspec
+
+    from medvidbench.core.formats import read_bytes
+
+    data = read_bytes(path)
+    try:
+        decoded: Any = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        try:
+            decoded = [msgspec.json.decode(line) for line in data.splitlines() if line.strip()]
+        except msgspec.DecodeError as exc:
+            raise _bad_questions(path, f"not JSON or JSONL: {exc}") from None
+    records = list(decoded.values()) if isinstance(decoded, dict) else decoded
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise _bad_questions(path, "expected a list of question records")
+    return records
+
+
+def _bad_questions(path: Path, message: str) -> InvalidGroundTruthError:
+    problems = ProblemList()
+    problems.add(Problem("unreadable", message))
+    return InvalidGroundTruthError(problems, str(path))
+
+
+@app.command(name="import")
+@friendly
+def import_(
+    toolkit: Annotated[
+        str, typer.Argument(help="The toolkit that wrote SOURCE: lmms-eval or vlmevalkit.")
+    ],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="Its output: lmms-eval's --log_samples samples_<task>.jsonl; VLMEvalKit's "
+            "<model>_<dataset>.xlsx, .tsv or .json. '-' reads standard input."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The submission file to write.")],
+    questions: Questions = None,
+    benchmark: BenchmarkSlug = None,
+) -> None:
+    """Convert another toolkit's output into a submission file keyed by 'index'.
+
+    Each record's 'index' is its question's position in the test file, so the submission
+    matches exactly whatever order the toolkit wrote. A file whose answers do not line up with
+    the test file is refused (exit 4) with every problem listed.
+    """
+    from medvidbench import benchmarks
+
+    bench = benchmarks.get(benchmark)
+    importer = _pick(bench, toolkit)
+    data, name = _source(source)
+    records = importer.to_submission(data, filename=name, questions=_questions(questions))
+    import msgspec
+
+    out.write_bytes(msgspec.json.format(msgspec.json.encode(records), indent=1) + b"\n")
+    err = console(stderr=True, soft_wrap=True)
+    err.print(
+        f"wrote {len(records):,} answers, keyed by test-file index, to {escape(str(out))}",
+        highlight=False,
+    )
+    if questions is None:
+        err.print(
+            "note: without --questions the answers were not checked against the test file; "
+            "'medvidbench validate' will check them",
+            highlight=False,
+        )
+
+
+@app.command(name="export-task")
+@friendly
+def export_task(
+    toolkit: Annotated[str, typer.Argument(help="The toolkit to write a task for: lmms-eval.")],
+    folder: Annotated[Path, typer.Argument(help="The folder to write it into.")],
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help="The test file (the public questions file will do): its questions become the "
+            "task's documents.",
+        ),
+    ] = None,
+    benchmark: BenchmarkSlug = None,
+) -> None:
+    """Write a task for another toolkit whose output is a ready submission file.
+
+    lmms-eval: medvidbench.yaml, utils.py and the questions as JSONL; run lmms-eval with
+    --tasks medvidbench --include_path FOLDER. Its aggregation writes
+    OUTPUT_PATH/submissions/medvidbench-submission-<time>.json.
+    """
+    from medvidbench import benchmarks
+
+    bench = benchmarks.get(benchmark)
+    makers = {name: imp for name, imp in _importers(bench).items() if hasattr(imp, "task_files")}
+    if toolkit not in makers:
+        known = ", ".join(makers) or "none"
+        raise UsageError(
+            f"benchmark {bench.slug!r} has no task for {toolkit!r} (it has tasks for: {known})"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{str(folder)!r} exists and is not a folder")
+    files = makers[toolkit].task_files(_questions(questions), folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    err = console(stderr=True, soft_wrap=True)
+    err.print(f"wrote {', '.join(files)} to {escape(str(folder))}", highlight=False)
+    if questions is None:
+        err.print(
+            f"note: no --questions given; run again with --questions TEST.json to write the "
+            f"task's documents into {escape(str(folder))}",
+            highlight=False,
+        )

