@@ -276,3 +276,48 @@ def test_vectorised_competition_ranks_match_scipy() -> None:
 
     x = np.round(np.random.default_rng(1).random((200, 40)), 1)  # many ties
     assert (_min_ranks(x) == rankdata(x, method="min", axis=1)).all()
+
+
+def test_judged_intervals_added_to_a_scored_report_equal_one_evaluation(
+    synthetic: dict[str, Path], synthetic_gt: Any
+) -> None:
+    """The server's way: score (with intervals), later judge and merge, drawing only the
+    judged metrics' replicates; every value equals one evaluation's."""
+    from medvidbench.core.evaluation import Options, assemble, judge_plan, plan, score
+    from medvidbench.core.judge.cache import MemoryJudgeCache
+    from medvidbench.core.judge.client import Judge, JudgeConfig
+    from medvidbench.core.judge.fake_server import FakeJudgeServer
+
+    assert MEDVIDBENCH.judging is not None
+    with FakeJudgeServer() as server:
+        config = JudgeConfig(
+            model="j",
+            base_url=server.url,
+            api_key="k",
+            prompt_version=MEDVIDBENCH.judging.rubric.version,
+        )
+        whole = evaluate(
+            MEDVIDBENCH,
+            synthetic["weak"],
+            synthetic_gt,
+            judge=Judge(config, MemoryJudgeCache()),
+            bootstrap=300,
+            seed=4,
+        )
+        planned = plan(MEDVIDBENCH, synthetic["weak"], synthetic_gt)
+        scored = score(planned)
+        options = Options(bootstrap=300, seed=4)
+        first = assemble(planned, scored, None, options)
+        judged = judge_plan(planned, Judge(config, MemoryJudgeCache()))
+        merged = assemble(planned, scored, judged, options, prior=first.statistics)
+    assert first.statistics is not None and merged.statistics is not None
+    assert set(first.statistics["keys"]) < set(merged.statistics["keys"])
+    for key in first.statistics["keys"]:
+        assert merged.statistics["intervals"][key] == first.statistics["intervals"][key]
+    assert merged.statistics == whole.statistics
+    assert (merged.metrics, merged.per_task, merged.per_dataset, merged.judge is not None) == (
+        whole.metrics,
+        whole.per_task,
+        whole.per_dataset,
+        True,
+    )

@@ -40,7 +40,9 @@ def evaluate(
         profile: One of the benchmark's profiles (default: its first).
         benchmark: The benchmark, its slug, or None (the default benchmark).
         **options: Those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``, ``ctx``,
-            ``progress``, ``judge``, ``judge_progress``, ``similarity``, ...).
+            ``progress``, ``judge``, ``judge_progress``, ``similarity``, ``options``,
+            ``bootstrap``, ``seed``, ``on_result``), which runs its stages (plan, score,
+            judge, assemble) in turn.
 
     Raises:
         InvalidSubmissionError: when the predictions are invalid, listing every problem.

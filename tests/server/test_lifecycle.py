@@ -16,6 +16,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.library import evaluate
+from medvidbench.server import checkpoints
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.entries import add_reported, promote, remove_entry
@@ -196,6 +197,7 @@ def test_failures_are_retried_then_shown_with_the_reason(
     runtime.queue = HeldQueue()
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Fragile")
     runtime.submission_path(sub.id).unlink()
+    checkpoints.matched_path(runtime.submission_path(sub.id)).unlink()  # what its check kept
     outcomes = [run_step(runtime, sub.id, "score", f"w{i}") for i in range(3)]
     assert outcomes == ["retry", "retry", "failed"]
     failed = get_submission(runtime, sub.id, alice)

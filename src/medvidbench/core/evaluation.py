@@ -1,8 +1,17 @@
-"""Evaluation, one loop for every benchmark: match a submission to the test set, score every
-task with the benchmark's scorers, aggregate into a Report.
+"""Evaluation, one path for every benchmark, in four stages with few parameters each:
 
-A task the submission leaves out is reported as missing and its metrics are null, never 0.
-Judged metrics stay null ("pending") until a judge has scored them.
+- :func:`plan`: load and match what is not loaded yet; choose the tasks scored by rules and
+  those a judge scores;
+- :func:`score`: score every rule-based task (per-sample results kept);
+- :func:`start_judging` / :func:`judge_in_background`: the judge, on a thread of its own (the
+  one judging entry point: training rewards use it too);
+- :func:`assemble`: merge, compute the metrics and the bootstrap intervals into a
+  :class:`~medvidbench.core.report.Report`.
+
+:func:`evaluate` runs them in turn; the server runs them across its steps (the judge step
+merges with the score step's kept results). A task the submission leaves out is reported as
+missing and its metrics are null, never 0. Judged metrics stay null ("pending") until a judge
+has scored them.
 """
 
 from __future__ import annotations
@@ -10,16 +19,32 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
+from medvidbench.core.report import Report, metrics_of, per_dataset_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
+
+__all__ = [
+    "JudgeJob",
+    "Judged",
+    "Options",
+    "Plan",
+    "Report",
+    "Scored",
+    "assemble",
+    "evaluate",
+    "finish_judging",
+    "judge_in_background",
+    "judge_plan",
+    "plan",
+    "score",
+    "start_judging",
+]
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
     from medvidbench.core.judge.client import Judge
@@ -29,44 +54,72 @@ _EXAMPLES = 3
 _EXAMPLE_CHARS = 200
 
 
-@dataclass(slots=True)
-class Report:
-    """The outcome of one evaluation (JSON-serialisable through :meth:`to_dict`).
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What an evaluation computes besides the metrics.
 
     Attributes:
-        metrics: The benchmark's metrics; null when not computed (task missing, not judged).
-        per_dataset: Per source dataset, each metric computed on that dataset's samples.
-        per_task: Per task: status, counts, parse rate and task-specific diagnostics.
-        profile: The metric profile used.
-        scorer_version: Version of the benchmark's scoring rules.
-        judge: Judge provenance, or None when nothing was judged.
-        missing_tasks: Tasks the submission left out.
-        similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
-            ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
-        benchmark: The benchmark's slug.
-        statistics: Bootstrap intervals per metric with their seed, replicate count and cluster
-            rule, and the replicates themselves (base64 float32, for paired comparisons), or
-            None when not asked for (:mod:`medvidbench.core.statistics`).
+        similarity: Also compute the offline caption-similarity diagnostic (slow: it embeds
+            every caption answer and reference).
+        bootstrap: Replicates of a cluster bootstrap for 95 % intervals (None: no intervals).
+        seed: The bootstrap's seed.
     """
 
-    metrics: dict[str, float | None]
-    per_dataset: dict[str, dict[str, Any]]
-    per_task: dict[str, dict[str, Any]]
-    profile: str
-    scorer_version: str
-    judge: dict[str, Any] | None
-    missing_tasks: list[str]
-    submission: dict[str, Any]
-    ground_truth: dict[str, Any]
-    package_version: str = __version__
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    timings: dict[str, float] = field(default_factory=dict)
-    similarity: dict[str, Any] | None = None
-    benchmark: str = ""
-    statistics: dict[str, Any] | None = None
+    similarity: bool = False
+    bootstrap: int | None = None
+    seed: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+
+@dataclass(slots=True)
+class Plan:
+    """What one evaluation scores (the *plan* stage's outcome).
+
+    Attributes:
+        benchmark: The benchmark definition.
+        rules: The profile scored under.
+        gt: The test set.
+        matched: The submission, matched to the test set and valid.
+        by_task: Each task's test-set indices, in test order.
+        selected: The tasks to report, in the benchmark's order (missing ones included).
+        judged: The judged tasks the submission answers in full (what a judge would judge).
+        ctx: The scorers' context, the submission's scoring options in it.
+    """
+
+    benchmark: Benchmark
+    rules: Profile
+    gt: TestSet
+    matched: MatchedSubmission
+    by_task: dict[str, list[int]]
+    selected: list[str]
+    judged: list[str]
+    ctx: Context
+
+    def inputs(self, task: str) -> tuple[list[Any], list[Any]]:
+        """A task's test items and the submission's answers to them."""
+        return _inputs(task, self.gt, self.matched, self.by_task)
+
+
+@dataclass(slots=True)
+class Scored:
+    """The rule-based stage's outcome: each scored task's result (its per-sample outcomes
+    kept) and every selected task's summary."""
+
+    results: list[TaskResult]
+    per_task: dict[str, dict[str, Any]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Judged:
+    """The judge stage's outcome: each judged task's result and the judge's provenance."""
+
+    results: list[TaskResult]
+    provenance: dict[str, Any] | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+# One judged task's work: its scorer, items, answers and profile.
+JudgeJob = tuple[JudgedScorer[Any], Sequence[Any], Sequence[Any], Profile]
 
 
 def evaluate(
@@ -85,7 +138,8 @@ def evaluate(
     seed: int = 0,
     on_result: Callable[[TaskResult], None] | None = None,
 ) -> Report:
-    """Score a submission on every task of ``benchmark`` it answers.
+    """Score a submission on every task of ``benchmark`` it answers: :func:`plan`, then
+    :func:`score` while :func:`start_judging` runs, then :func:`assemble`.
 
     Args:
         benchmark: The benchmark definition (its loaders, scorers, metrics and profiles).
@@ -111,6 +165,32 @@ def evaluate(
         UsageError: for an unknown profile or task name.
     """
     began = time.monotonic()
+    planned = plan(benchmark, predictions, ground_truth, profile, tasks, ctx, options)
+    # The judge (network-bound) starts first, on its own thread, and rule-based scoring
+    # (CPU-bound) runs meanwhile: the first request leaves at once instead of after scoring.
+    judging = start_judging(planned, judge, judge_progress) if judge is not None else None
+    scored = score(planned, progress, on_result)
+    judged = None
+    if judge is not None and judging is not None:
+        judged = finish_judging(judging, judge, began)
+    return assemble(planned, scored, judged, Options(similarity, bootstrap, seed))
+
+
+def plan(
+    benchmark: Benchmark,
+    predictions: MatchedSubmission | str | Path | bytes,
+    ground_truth: TestSet | str | Path | bytes,
+    profile: str | None = None,
+    tasks: Sequence[str] | None = None,
+    ctx: Context | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Plan:
+    """Load and match what is not loaded yet, and decide which tasks are scored how.
+
+    Raises:
+        InvalidSubmissionError: when the prediction file is invalid.
+        UsageError: for an unknown profile or task name.
+    """
     rules = benchmark.profile(profile)
     gt: TestSet = (
         benchmark.load_ground_truth(ground_truth)
@@ -134,88 +214,152 @@ def evaluate(
         if t.name in by_task and (wanted is None or t.name in wanted)
     ]
     judged_scorers = benchmark.judged_scorers()
-    judged_tasks = [
+    judged = [
         t
         for t in selected
-        if judge is not None
-        and t in judged_scorers
-        and matched.report.coverage[t].status == "complete"
+        if t in judged_scorers and matched.report.coverage[t].status == "complete"
     ]
-    # The judge (network-bound) starts first, on its own thread, and rule-based scoring
-    # (CPU-bound) runs meanwhile: the first request leaves at once instead of after scoring.
-    judging = None
-    if judged_tasks and judge is not None:
-        judging = _start_judging(
-            [judged_scorers[t] for t in judged_tasks],
-            gt,
-            matched,
-            by_task,
-            rules,
-            judge,
-            judge_progress,
-        )
-    scorers = benchmark.scorers()
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
     ctx.options = {**ctx.options, **matched.options, **(options or {})}
-    results: list[TaskResult] = []
-    # the scorer of each result (its linearisation, for intervals)
-    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]] = []
-    per_task: dict[str, dict[str, Any]] = {}
-    timings: dict[str, float] = {}
-    for n, task in enumerate(selected, start=1):
-        coverage = matched.report.coverage[task]
-        if coverage.status != "complete":
-            per_task[task] = {"status": "missing", "count": coverage.expected}
+    return Plan(benchmark, rules, gt, matched, by_task, selected, judged, ctx)
+
+
+def score(
+    planned: Plan,
+    progress: Progress | None = None,
+    on_result: Callable[[TaskResult], None] | None = None,
+) -> Scored:
+    """Score every rule-based task the submission answers in full; the others are reported
+    as missing or as waiting for the judge."""
+    scorers = planned.benchmark.scorers()
+    coverage = planned.matched.report.coverage
+    out = Scored([], {})
+    for n, task in enumerate(planned.selected, start=1):
+        if coverage[task].status != "complete":
+            out.per_task[task] = {"status": "missing", "count": coverage[task].expected}
+        elif task in scorers:
+            started = time.perf_counter()
+            result = scorers[task].evaluate(*planned.inputs(task), planned.rules, planned.ctx)
+            out.timings[task] = time.perf_counter() - started
+            out.results.append(result)
+            if on_result is not None:
+                on_result(result)
+            out.per_task[task] = {
+                "status": "scored",
+                **result.diagnostics,
+                "unparsed_examples": _unparsed(result, planned.gt, planned.matched),
+                "not_scored": _not_scored(result),
+            }
         else:
-            if task in scorers:
-                started = time.perf_counter()
-                result = scorers[task].evaluate(*_inputs(task, gt, matched, by_task), rules, ctx)
-                timings[task] = time.perf_counter() - started
-                results.append(result)
-                scored_by.append(scorers[task])
-                if on_result is not None:
-                    on_result(result)
-                per_task[task] = {
-                    "status": "scored",
-                    **result.diagnostics,
-                    "unparsed_examples": _unparsed(result, gt, matched),
-                    "not_scored": _not_scored(result),
-                }
-            else:
-                per_task[task] = {"status": "pending judge", "count": coverage.expected}
+            out.per_task[task] = {"status": "pending judge", "count": coverage[task].expected}
         if progress:
-            progress(task, n, len(selected))
-    if judging is not None:
-        started = time.perf_counter()
-        for result in judging.result():
-            results.append(result)
-            scored_by.append(judged_scorers[result.task])
-            info = per_task[result.task]
-            if info["status"] == "scored":  # DVC: the rule-based part is already there
-                info["judge"] = result.diagnostics
-            else:
-                info.update(status="scored", **result.diagnostics)
-        timings["judge_wait"] = time.perf_counter() - started  # after rule-based scoring
-        if judge is not None and judge.stats.first_sent is not None:
-            timings["judge_first_request"] = judge.stats.first_sent - began
+            progress(task, n, len(planned.selected))
+    return out
+
+
+def start_judging(
+    planned: Plan, judge: Judge, progress: Callable[[int, int], None] | None = None
+) -> Future[list[TaskResult]] | None:
+    """Judge the plan's judged tasks on a thread of their own (None: nothing to judge)."""
+    if not planned.judged:
+        return None
+    scorers = planned.benchmark.judged_scorers()
+    jobs: list[JudgeJob] = [(scorers[t], *planned.inputs(t), planned.rules) for t in planned.judged]
+    return judge_in_background(judge, jobs, progress)
+
+
+def judge_in_background(
+    judge: Judge, jobs: Sequence[JudgeJob], progress: Callable[[int, int], None] | None = None
+) -> Future[list[TaskResult]]:
+    """Plan every job's requests (here, before returning), then judge them all in one pool
+    on a thread of its own; the future gives each job's result, in order. The one judging
+    entry point: evaluations and training rewards both call it."""
+    plans = [
+        (scorer, scorer.plan(samples, texts, rules, judge.config.config_id), rules)
+        for scorer, samples, texts, rules in jobs
+    ]
+
+    def run() -> list[TaskResult]:
+        judged = judge.judge_all([r for _, p, _ in plans for r in p.requests], progress)
+        return [s.aggregate(p, judged, rules) for s, p, rules in plans]
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
+    try:
+        return pool.submit(run)
+    finally:
+        pool.shutdown(wait=False)  # the running job finishes; the thread then exits
+
+
+def finish_judging(judging: Future[list[TaskResult]], judge: Judge, began: float) -> Judged:
+    """Wait for the judge (``began``: when the evaluation started, ``time.monotonic()``)."""
+    started = time.perf_counter()
+    results = judging.result()
+    timings = {"judge_wait": time.perf_counter() - started}  # after rule-based scoring
+    if judge.stats.first_sent is not None:
+        timings["judge_first_request"] = judge.stats.first_sent - began
+    return Judged(results, judge.provenance(), timings)
+
+
+def judge_plan(
+    planned: Plan, judge: Judge, progress: Callable[[int, int], None] | None = None
+) -> Judged | None:
+    """The judge stage alone (after a stored rule-based stage): None when nothing is judged."""
+    began = time.monotonic()
+    judging = start_judging(planned, judge, progress)
+    return finish_judging(judging, judge, began) if judging is not None else None
+
+
+def assemble(
+    planned: Plan,
+    scored: Scored,
+    judged: Judged | None = None,
+    options: Options | None = None,
+    prior: Mapping[str, Any] | None = None,
+) -> Report:
+    """The report: rule-based and judged results merged, metrics, intervals.
+
+    ``prior`` is the bootstrap of an earlier report of the same rule-based results (a
+    ``to_dict(with_replicates=True)`` document with the same seed and replicate count): the
+    intervals of metrics computed from those results alone are taken from it, not drawn again.
+    """
+    options = options or Options()
+    scorers = planned.benchmark.scorers()
+    judged_scorers = planned.benchmark.judged_scorers()
+    results = list(scored.results)
+    # the scorer of each result (its linearisation, for intervals)
+    scored_by: list[TaskScorer[Any] | JudgedScorer[Any]] = [scorers[r.task] for r in results]
+    per_task = {task: dict(info) for task, info in scored.per_task.items()}
+    timings = dict(scored.timings)
+    for result in judged.results if judged is not None else []:
+        results.append(result)
+        scored_by.append(judged_scorers[result.task])
+        info = per_task[result.task]
+        if info["status"] == "scored":  # DVC: the rule-based part is already there
+            info["judge"] = result.diagnostics
+        else:
+            info.update(status="scored", **result.diagnostics)
+    if judged is not None:
+        timings.update(judged.timings)
     similar = None
-    if similarity:
+    if options.similarity:
         started = time.perf_counter()
-        similar = _similarity(judged_scorers, selected, gt, matched, by_task, ctx)
+        similar = _similarity(judged_scorers, planned)
         timings["similarity"] = time.perf_counter() - started
-    metrics = _metrics(benchmark, results)
+    metrics = metrics_of(planned.benchmark, results)
     statistics = None
-    if bootstrap:
+    if options.bootstrap:
         started = time.perf_counter()
-        statistics = _statistics(benchmark, gt, results, scored_by, rules, metrics, bootstrap, seed)
+        rule_based = len(scored.results)
+        statistics = _statistics(planned, results, scored_by, metrics, options, prior, rule_based)
         timings["bootstrap"] = time.perf_counter() - started
+    matched, benchmark = planned.matched, planned.benchmark
     return Report(
         metrics=metrics,
-        per_dataset=_per_dataset(results),
+        per_dataset=per_dataset_of(results),
         per_task=per_task,
-        profile=rules.name,
+        profile=planned.rules.name,
         scorer_version=benchmark.scorer_version,
-        judge=judge.provenance() if judge is not None and judged_tasks else None,
+        judge=judged.provenance if judged is not None else None,
         missing_tasks=matched.report.missing_tasks,
         submission={
             "sha256": matched.report.sha256,
@@ -223,7 +367,7 @@ def evaluate(
             "matched": matched.report.matched,
             "verdict": matched.report.verdict,
         },
-        ground_truth={"sha256": gt.sha256, "samples": len(gt)},
+        ground_truth={"sha256": planned.gt.sha256, "samples": len(planned.gt)},
         timings=timings,
         similarity=similar,
         benchmark=benchmark.slug,
@@ -232,47 +376,65 @@ def evaluate(
 
 
 def _statistics(
-    benchmark: Benchmark,
-    gt: TestSet,
+    planned: Plan,
     results: list[TaskResult],
     scored_by: list[TaskScorer[Any] | JudgedScorer[Any]],
-    rules: Profile,
     metrics: Mapping[str, float | None],
-    replicates: int,
-    seed: int,
+    options: Options,
+    prior: Mapping[str, Any] | None,
+    rule_based: int,
 ) -> dict[str, Any]:
-    """Every computed metric's bootstrap interval, clusters per the benchmark's rule."""
-    from medvidbench.core.statistics import Design, bootstrap
+    """Every computed metric's bootstrap interval, clusters per the benchmark's rule; those of
+    metrics of the first ``rule_based`` results alone are reused from ``prior`` when it holds
+    them (each replicate is a function of the metric's own sums and of (clusters, replicates,
+    seed) alone, so reusing one is drawing it again)."""
+    from medvidbench.core.statistics import Bootstrap, Design, bootstrap
 
+    benchmark, rules = planned.benchmark, planned.rules
     parts = [
         scorer.linearise(result.samples, rules)
         for scorer, result in zip(scored_by, results, strict=True)
     ]
     uncertainty = benchmark.uncertainty
-    design = Design.build(parts, [uncertainty.cluster_of(item) for item in gt.samples])
+    design = Design.build(parts, [uncertainty.cluster_of(item) for item in planned.gt.samples])
     if uncertainty.derived_formulas is not None:
         design.formulas.update(uncertainty.derived_formulas(dict(design.formulas)))
     keys = [k for k in benchmark.metric_keys if metrics.get(k) is not None and k in design.formulas]
-    return bootstrap(design, keys, uncertainty.cluster_rule, replicates, seed).to_dict(
-        with_replicates=True
-    )
+    reusable = {k for part in parts[:rule_based] for k in part.formulas}
+    stamp = (options.bootstrap, options.seed, len(design.clusters))
+    if prior is None or Bootstrap.stamp(prior) != stamp:
+        reusable = set()
+    else:
+        reusable &= set(prior["keys"])
+    fresh = [k for k in keys if k not in reusable]
+    drawn = bootstrap(design, fresh, uncertainty.cluster_rule, options.bootstrap or 0, options.seed)
+    out = drawn.to_dict(with_replicates=True)
+    if not reusable & set(keys):
+        return out
+    import base64
+
+    import numpy as np
+
+    assert prior is not None
+    values = np.empty((drawn.values.shape[0], len(keys)))
+    old = Bootstrap.aligned(prior, keys)
+    for j, key in enumerate(keys):
+        values[:, j] = old[:, j] if key in reusable else drawn.values[:, fresh.index(key)]
+    intervals = {**prior["intervals"], **out["intervals"]}
+    out["intervals"] = {k: intervals[k] for k in keys}
+    out["keys"] = keys
+    out["values"] = base64.b64encode(values.astype("<f4").tobytes()).decode()
+    return out
 
 
 def _inputs(
     task: str, gt: TestSet, matched: MatchedSubmission, by_task: dict[str, list[int]]
-) -> tuple[list[Any], list[str]]:
+) -> tuple[list[Any], list[Any]]:
     samples = [gt.samples[i] for i in by_task[task]]
     return samples, [matched.predictions[i] or "" for i in by_task[task]]
 
 
-def _similarity(
-    judged_scorers: Mapping[str, JudgedScorer[Any]],
-    selected: list[str],
-    gt: TestSet,
-    matched: MatchedSubmission,
-    by_task: dict[str, list[int]],
-    ctx: Context,
-) -> dict[str, Any]:
+def _similarity(judged_scorers: Mapping[str, JudgedScorer[Any]], planned: Plan) -> dict[str, Any]:
     """The similarity diagnostic of every judged scorer that offers one (what it is: its
     ``similarity_about``)."""
     out: dict[str, Any] = {}
@@ -281,38 +443,11 @@ def _similarity(
         if key is None:
             continue
         out.setdefault("about", scorer.similarity_about)
-        complete = task in selected and matched.report.coverage[task].status == "complete"
-        out[key] = (
-            scorer.similarity(*_inputs(task, gt, matched, by_task), ctx) if complete else None
+        complete = (
+            task in planned.selected and planned.matched.report.coverage[task].status == "complete"
         )
+        out[key] = scorer.similarity(*planned.inputs(task), planned.ctx) if complete else None
     return out
-
-
-def _start_judging(
-    scorers: list[JudgedScorer[Any]],
-    gt: TestSet,
-    matched: MatchedSubmission,
-    by_task: dict[str, list[int]],
-    rules: Profile,
-    judge: Judge,
-    progress: Callable[[int, int], None] | None,
-) -> Future[list[TaskResult]]:
-    """Plan every judged task's requests, then judge them in one pool on a thread of its own;
-    the future gives each task's aggregate."""
-    plans = [
-        (s, s.plan(*_inputs(s.task, gt, matched, by_task), rules, judge.config.config_id))
-        for s in scorers
-    ]
-
-    def run() -> list[TaskResult]:
-        judged = judge.judge_all([r for _, p in plans for r in p.requests], progress)
-        return [s.aggregate(p, judged, rules) for s, p in plans]
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
-    try:
-        return pool.submit(run)
-    finally:
-        pool.shutdown(wait=False)  # the running job finishes; the thread then exits
 
 
 def _check_tasks(benchmark: Benchmark, tasks: Sequence[str] | None) -> set[str] | None:
@@ -326,33 +461,6 @@ def _check_tasks(benchmark: Benchmark, tasks: Sequence[str] | None) -> set[str] 
             f"{benchmark.slug!r}; expected some of {', '.join(known)}"
         )
     return set(tasks)
-
-
-def _metrics(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float | None]:
-    """Every declared metric, null unless computed; a metric the benchmark does not declare is
-    the plug-in's bug and stops the evaluation instead of vanishing."""
-    out: dict[str, float | None] = dict.fromkeys(benchmark.metric_keys)
-    for result in results:
-        undeclared = [k for k in result.metrics if k not in out]
-        if undeclared:
-            raise ValueError(
-                f"benchmark {benchmark.slug!r}: the {result.task!r} scorer produced metrics "
-                f"its definition does not declare: {', '.join(undeclared)}"
-            )
-        out.update(result.metrics)
-    if benchmark.derived_metrics is not None:
-        out.update(benchmark.derived_metrics(out))
-    return out
-
-
-def _per_dataset(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for result in results:
-        for dataset, values in result.per_dataset.items():
-            entry = out.setdefault(dataset, {"tasks": {}})
-            entry["tasks"].setdefault(result.task, {}).update(values)
-            entry.update({k: values.get(k) for k in result.metrics})
-    return dict(sorted(out.items()))
 
 
 def _not_scored(result: TaskResult) -> dict[str, int]:

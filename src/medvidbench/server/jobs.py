@@ -18,11 +18,17 @@ import threading
 import uuid
 from typing import Any
 
-from medvidbench.core.config import Settings, judge_wanted
+from medvidbench.core.config import Settings
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import lost_rescores, rescore
-from medvidbench.server.services.steps import retry_delay, run_step, stale, step_attempts
+from medvidbench.server.services.steps import (
+    judge_due,
+    retry_delay,
+    run_step,
+    stale,
+    step_attempts,
+)
 from medvidbench.server.services.submissions import benchmark_of
 
 log = logging.getLogger("medvidbench.server.jobs")
@@ -89,7 +95,7 @@ class Jobs:
                 self.score, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
             raise
-        if outcome == "done" and judge_wanted(self.runtime.settings):
+        if outcome == "done" and judge_due(self.runtime, submission_id):
             self.judge(submission_id)
         self._retry(self.score, submission_id, outcome)
         return outcome

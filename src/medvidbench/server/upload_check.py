@@ -7,6 +7,10 @@ has its own interpreter, so the web process only waits for the answer. Small fil
 case, are checked in the calling thread, where a process round trip would cost more than it
 saves. The child keeps each test set it has loaded, keyed by its file hash.
 
+A valid upload's matched submission is kept where the caller asks (``keep``), so that the score
+step reads it instead of checking the file again (:mod:`medvidbench.server.checkpoints`); the
+child writes it there itself, so only the report crosses the pipe.
+
 The child can die (the OOM killer, an operator's kill): the pool is then broken for good, so
 it is replaced and the check tried once more; a second death answers 503 for that upload only.
 """
@@ -24,7 +28,8 @@ from typing import Any
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.errors import TryLaterError
-from medvidbench.core.submission import ValidationReport
+from medvidbench.core.submission import MatchedSubmission, ValidationReport
+from medvidbench.server.checkpoints import write_matched
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 30
@@ -32,9 +37,10 @@ _CHILD_TEST_SETS: dict[tuple[str, str, str], Any] = {}
 
 
 def _check_in_child(
-    slug: str, gt_path: str, sha256: str, data: str, name: str, max_bytes: int
+    slug: str, gt_path: str, sha256: str, data: str, name: str, max_bytes: int, keep: str | None
 ) -> ValidationReport:
-    """Runs in the child: the report of the file ``data`` against the stored test set."""
+    """Runs in the child: the report of the file ``data`` against the stored test set (the
+    matched submission written to ``keep`` when valid)."""
     import gzip
 
     bench = benchmarks.get(slug)
@@ -43,9 +49,17 @@ def _check_in_child(
         with gzip.open(gt_path, "rb") as fh:
             _CHILD_TEST_SETS.clear()  # one test set at a time: memory stays bounded
             _CHILD_TEST_SETS[key] = bench.load_ground_truth(fh.read())
-    return bench.validate_submission(
+    matched = bench.validate_submission(
         Path(data), _CHILD_TEST_SETS[key], max_bytes=max_bytes, name=name
-    ).report
+    )
+    return _kept(matched, keep)
+
+
+def _kept(matched: MatchedSubmission, keep: str | Path | None) -> ValidationReport:
+    """The report, the matched submission written to ``keep`` first when valid."""
+    if keep is not None and matched.report.ok:
+        write_matched(Path(keep), matched)
+    return matched.report
 
 
 class UploadChecker:
@@ -73,15 +87,19 @@ class UploadChecker:
         gt_path: Path,
         sha256: str,
         name: str,
+        keep: Path | None = None,
     ) -> ValidationReport:
         """The validation report of an upload (its bytes, or the file holding them) against
         the test set ``gt`` (stored at ``gt_path``): the same report wherever it is computed.
+        When the upload is valid, its matched submission is written to ``keep`` (if given).
 
         Only a file is sent to the child (by its path: the bytes never cross the pipe)."""
         if isinstance(data, bytes) or data.stat().st_size < self.threshold:
             source = data if isinstance(data, bytes) else data.read_bytes()
-            return bench.validate_submission(source, gt, max_bytes=self.max_bytes, name=name).report
-        args = (bench.slug, str(gt_path), sha256, str(data), name, self.max_bytes)
+            matched = bench.validate_submission(source, gt, max_bytes=self.max_bytes, name=name)
+            return _kept(matched, keep)
+        where = None if keep is None else str(keep)
+        args = (bench.slug, str(gt_path), sha256, str(data), name, self.max_bytes, where)
         for _ in range(2):
             pool = self._executor()
             try:

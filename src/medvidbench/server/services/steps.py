@@ -21,9 +21,8 @@ from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.display import count
-from medvidbench.core.errors import InvalidSubmissionError
-from medvidbench.core.evaluation import Report, evaluate
-from medvidbench.core.scoring import TaskResult
+from medvidbench.core.evaluation import Options, Report, assemble, judge_plan, plan, score
+from medvidbench.server import checkpoints
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
@@ -103,39 +102,63 @@ def lease_kept(runtime: Runtime, submission_id: int, worker: str) -> Iterator[No
 @dataclass(slots=True)
 class Scoring:
     """One scoring's report, and the per-item rows to keep with it (None: not kept, the
-    benchmark's labels being hidden)."""
+    benchmark's labels being hidden); ``judge_next``: whether the submission has judged tasks
+    a judge step would judge."""
 
     report: Report
     items: list[dict[str, Any]] | None
+    judge_next: bool = False
 
 
 def _report(
     runtime: Runtime, submission_id: int, judge: Any = None, profile: str | None = None
 ) -> Scoring:
+    """Score (no ``judge``) or judge a submission, each piece of work done once.
+
+    The matched submission comes from the upload's check (the file is matched again only for
+    submissions stored before it was kept). The score step (``profile`` None) keeps its
+    rule-based stage when there is something to judge and a judge to judge it; the judge step
+    then judges only the judged tasks and merges, its bootstrap drawing only the metrics the
+    judge adds.
+    """
     with runtime.sessions() as session:
         sub = session.get(Submission, submission_id)
         bench = session.get(TestSet, sub.benchmark_id) if sub else None
         assert sub is not None and bench is not None
+        file_sha256 = sub.file_sha256
     gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
     definition = runtime.definition(bench.slug)
-    stored = runtime.read(runtime.submission_path(submission_id))
-    matched = definition.validate_submission(stored, gt)
-    if not matched.report.ok:
-        raise InvalidSubmissionError(matched.report.errors, matched.report.source)
-    replicates = runtime.settings.bootstrap_replicates or None
-    results: list[TaskResult] = []
-    report = evaluate(
-        definition,
-        matched,
-        gt,
-        profile=profile,
-        judge=judge,
-        bootstrap=replicates,
+    upload = runtime.submission_path(submission_id)
+    matched = checkpoints.read_matched(upload)
+    if matched is None or matched.report.sha256 != file_sha256:
+        matched = definition.validate_submission(runtime.read(upload), gt)
+    planned = plan(definition, matched, gt, profile)
+    options = Options(
+        bootstrap=runtime.settings.bootstrap_replicates or None,
         seed=runtime.settings.bootstrap_seed,
-        on_result=results.append,
     )
+    stage = None
+    if judge is not None:
+        stage = checkpoints.read_scored(
+            upload, gt.sha256, planned.rules.name, definition.scorer_version
+        )
+    scored = stage.scored() if stage is not None else score(planned)
+    judged = judge_plan(planned, judge) if judge is not None else None
+    prior = stage.statistics if stage is not None else None
+    report = assemble(planned, scored, judged, options, prior)
+    if judge is None and profile is None and planned.judged and judge_wanted(runtime.settings):
+        stage = checkpoints.ScoredStage(
+            gt.sha256,
+            report.profile,
+            report.scorer_version,
+            scored.results,
+            scored.per_task,
+            report.statistics,
+        )
+        checkpoints.write_scored(upload, stage)
     keep = item_results.wanted(definition)
-    return Scoring(report, item_results.item_rows(definition, matched, results) if keep else None)
+    items = item_results.item_rows(definition, matched, scored.results) if keep else None
+    return Scoring(report, items, bool(planned.judged))
 
 
 def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring: Scoring) -> bool:
@@ -172,9 +195,11 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring
         if step == "score":
             _ensure_entry(session, sub)
             sub.scored_at = _now()
+            if not scoring.judge_next and judge_wanted(runtime.settings):
+                done = Status.COMPLETE  # nothing to judge: no judge step to wait for
         sub.status, sub.lease_owner, sub.lease_until, sub.error = done, None, None, None
         sub.step_attempts = 0  # the next step starts with its own attempts
-        if step == "judge":
+        if done == Status.COMPLETE:
             sub.finished_at = _now()
         board_cache.bump(session, sub.benchmark_id)
     return True
@@ -279,6 +304,16 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         sub.error, sub.lease_owner, sub.lease_until = reason, None, None
         board_cache.bump(session, sub.benchmark_id)
         return "failed" if final else "retry"
+
+
+def judge_due(runtime: Runtime, submission_id: int) -> bool:
+    """Whether a judge step is to follow: a judge is wanted and the submission, scored,
+    waits for it (one without judged tasks is complete once scored)."""
+    if not judge_wanted(runtime.settings):
+        return False
+    with runtime.sessions() as session:
+        status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
+    return bool(status == Status.SCORED)
 
 
 def step_attempts(runtime: Runtime, submission_id: int) -> int:

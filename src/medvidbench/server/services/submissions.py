@@ -29,6 +29,7 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.core.statistics import public
+from medvidbench.server import checkpoints
 from medvidbench.server.lifecycle import FINAL, NOT_COUNTED, ON_BOARD, PRIVATE, Status, timeline
 from medvidbench.server.roles import STAFF, Role
 from medvidbench.server.runtime import Runtime
@@ -210,14 +211,20 @@ def submit(
             f"the file is {size:,} bytes, over the limit of "
             f"{runtime.settings.max_submission_bytes:,}"
         )
-    report = runtime.upload_checker.check(
-        definition,
-        data,
-        gt,
-        runtime.benchmark_path(bench.gt_sha256),
-        bench.gt_sha256,
-        filename,
-    )
+    kept = runtime.incoming_path()  # the valid file's matched submission, for the score step
+    try:
+        report = runtime.upload_checker.check(
+            definition,
+            data,
+            gt,
+            runtime.benchmark_path(bench.gt_sha256),
+            bench.gt_sha256,
+            filename,
+            keep=kept,
+        )
+    except BaseException:
+        kept.unlink(missing_ok=True)
+        raise
     base = {
         "benchmark_id": bench.id,
         "user_id": user.id,
@@ -239,6 +246,7 @@ def submit(
     if runtime.settings.refuse_order_only:
         report.refuse_order_only()
     if not report.ok:
+        kept.unlink(missing_ok=True)
         with transaction(runtime.sessions) as session:
             reason = "; ".join(p.message for p in report.errors.items[:5])
             rejected = Submission(
@@ -264,7 +272,11 @@ def submit(
         raise InvalidSubmissionError(report.errors, filename)
     # Compressed and written before the transaction, which then only renames it: the database
     # (SQLite's single writer) is never held while a large file is written.
-    staged = runtime.stage(data)
+    try:
+        staged = runtime.stage(data)
+    except BaseException:
+        kept.unlink(missing_ok=True)
+        raise
     try:
         with transaction(runtime.sessions) as session:
             holder = _lock_quota_holders(session, user)
@@ -281,7 +293,9 @@ def submit(
             )
             session.add(sub)
             session.flush()
-            staged.replace(runtime.submission_path(sub.id))
+            stored = runtime.submission_path(sub.id)
+            staged.replace(stored)
+            kept.replace(checkpoints.matched_path(stored))
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
@@ -303,6 +317,7 @@ def submit(
         ) from None
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
+        kept.unlink(missing_ok=True)
     runtime.queue.enqueue_score(sub.id)
     return sub
 
@@ -391,6 +406,7 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.submission_path(submission_id).unlink(missing_ok=True)
+    checkpoints.discard(runtime.submission_path(submission_id))
 
 
 def submission_view(

@@ -1,0 +1,80 @@
+"""An evaluation's outcome, and the two summaries it is assembled from: every declared metric
+(null unless computed) and the per-dataset breakdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from medvidbench import __version__
+from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.scoring import TaskResult
+
+
+@dataclass(slots=True)
+class Report:
+    """The outcome of one evaluation (JSON-serialisable through :meth:`to_dict`).
+
+    Attributes:
+        metrics: The benchmark's metrics; null when not computed (task missing, not judged).
+        per_dataset: Per source dataset, each metric computed on that dataset's samples.
+        per_task: Per task: status, counts, parse rate and task-specific diagnostics.
+        profile: The metric profile used.
+        scorer_version: Version of the benchmark's scoring rules.
+        judge: Judge provenance, or None when nothing was judged.
+        missing_tasks: Tasks the submission left out.
+        similarity: The optional offline caption-similarity diagnostic (``dvc_sim``,
+            ``vs_sim``, ``rc_sim``, 0-1), kept apart from the 1-5 judge metrics.
+        benchmark: The benchmark's slug.
+        statistics: Bootstrap intervals per metric with their seed, replicate count and cluster
+            rule, and the replicates themselves (base64 float32, for paired comparisons), or
+            None when not asked for (:mod:`medvidbench.core.statistics`).
+    """
+
+    metrics: dict[str, float | None]
+    per_dataset: dict[str, dict[str, Any]]
+    per_task: dict[str, dict[str, Any]]
+    profile: str
+    scorer_version: str
+    judge: dict[str, Any] | None
+    missing_tasks: list[str]
+    submission: dict[str, Any]
+    ground_truth: dict[str, Any]
+    package_version: str = __version__
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    timings: dict[str, float] = field(default_factory=dict)
+    similarity: dict[str, Any] | None = None
+    benchmark: str = ""
+    statistics: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def metrics_of(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float | None]:
+    """Every declared metric, null unless computed; a metric the benchmark does not declare is
+    the plug-in's bug and stops the evaluation instead of vanishing."""
+    out: dict[str, float | None] = dict.fromkeys(benchmark.metric_keys)
+    for result in results:
+        undeclared = [k for k in result.metrics if k not in out]
+        if undeclared:
+            raise ValueError(
+                f"benchmark {benchmark.slug!r}: the {result.task!r} scorer produced metrics "
+                f"its definition does not declare: {', '.join(undeclared)}"
+            )
+        out.update(result.metrics)
+    if benchmark.derived_metrics is not None:
+        out.update(benchmark.derived_metrics(out))
+    return out
+
+
+def per_dataset_of(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for result in results:
+        for dataset, values in result.per_dataset.items():
+            entry = out.setdefault(dataset, {"tasks": {}})
+            entry["tasks"].setdefault(result.task, {}).update(values)
+            entry.update({k: values.get(k) for k in result.metrics})
+    return dict(sorted(out.items()))

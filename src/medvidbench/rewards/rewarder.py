@@ -1,0 +1,319 @@
+"""The rewarder: a batch's reward terms from the benchmarks' own scorers and judge, normalised
+and combined.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from medvidbench import benchmarks
+from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.errors import UsageError
+from medvidbench.core.rewards import (
+    DEFAULT_K,
+    JUDGE,
+    SCORE,
+    SIMILARITY,
+    Normaliser,
+    RewardStats,
+    TaskReward,
+)
+from medvidbench.core.scoring import Context
+from medvidbench.rewards.rows import RewardInputError, completion_text, decode_row, spec_of
+
+if TYPE_CHECKING:
+    from medvidbench.core.judge.client import Judge
+
+_ALNUM = re.compile(r"[^\W_]")
+CAPTION_WEIGHT = 0.5  # judge vs similarity inside a caption term (MedGRPO's 50/50)
+PART_WEIGHT = 0.5  # rule-based part vs caption part, for a task that has both (DVC)
+
+
+@dataclass(slots=True)
+class Rewards:
+    """One batch's rewards, in input order (numpy arrays of length n; NaN where a term does not
+    apply to a row's task).
+
+    Attributes:
+        reward: What to train on: the normalised terms combined (the raw ones without statistics).
+        raw: The raw terms combined the same way, 0-1 (for logging and for comparing to a metric).
+        terms: Raw terms by name: ``score`` (rule-based, 0-1), ``similarity`` (0-1), ``judge``
+            (the judge's 1-5 mapped to 0-1), ``format`` (1 when the answer could be read).
+        normalised: The normalised ``score``/``similarity``/``judge`` terms.
+        task, dataset, benchmark: Each row's.
+        sources: Per row and term, which statistics normalised it (``dataset/iqr``, ``pool/std``,
+            ``none`` ...); empty without statistics.
+    """
+
+    reward: np.ndarray
+    raw: np.ndarray
+    terms: dict[str, np.ndarray]
+    normalised: dict[str, np.ndarray]
+    task: list[str]
+    dataset: list[str]
+    benchmark: list[str]
+    sources: list[dict[str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.reward)
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as a plain dict (for a logger)."""
+        out: dict[str, Any] = {
+            "benchmark": self.benchmark[i],
+            "task": self.task[i],
+            "dataset": self.dataset[i],
+            "reward": float(self.reward[i]),
+            "raw": float(self.raw[i]),
+        }
+        for name, values in self.terms.items():
+            if not np.isnan(values[i]):
+                out[f"raw_{name}"] = float(values[i])
+        for name, values in self.normalised.items():
+            if not np.isnan(values[i]):
+                out[f"normalised_{name}"] = float(values[i])
+        return out
+
+
+def combine(
+    task: TaskReward,
+    score: np.ndarray,
+    fmt: np.ndarray,
+    similarity: np.ndarray,
+    judge: np.ndarray,
+) -> np.ndarray:
+    """A task's reward from its terms: the rule-based term (times the format term when gated);
+    the caption term, similarity and judge 50/50 (similarity alone where the judge is NaN); both
+    parts 50/50 for a task that has both."""
+    rule = None
+    if task.score is not None:
+        rule = score * fmt if task.gated else score
+    caption = None
+    if task.similarity is not None:
+        caption = np.where(
+            np.isnan(judge), similarity, (1 - CAPTION_WEIGHT) * similarity + CAPTION_WEIGHT * judge
+        )
+    if rule is not None and caption is not None:
+        out: np.ndarray = (1 - PART_WEIGHT) * rule + PART_WEIGHT * caption
+        return out
+    if rule is not None:
+        return rule
+    if caption is not None:
+        return caption
+    raise UsageError(f"task {task.task!r} declares no reward term")
+
+
+class Rewarder:
+    """Scores batches of completions with the benchmarks' own scorers.
+
+    Args:
+        stats: Normalisation statistics (a path, a :class:`RewardStats`, or several, one per
+            benchmark); None: ``reward`` is the raw reward.
+        k: The normalisation's steepness (MedGRPO: 3.0).
+        judge: An LLM judge (:func:`medvidbench.library.judge_from_settings`) for the caption
+            tasks' judge term; None: similarity alone (said once on stderr).
+        options: Scoring options per benchmark slug (MedSG-Bench: ``{"coordinates": "0-1000"}``
+            for a model that answers in 0-1000 coordinates).
+        embedder: The sentence embedder (default: each benchmark's own, loaded on first need).
+    """
+
+    def __init__(
+        self,
+        stats: str | Path | RewardStats | Sequence[str | Path | RewardStats] | None = None,
+        *,
+        k: float = DEFAULT_K,
+        judge: Judge | None = None,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        embedder: Any = None,
+    ) -> None:
+        self.normalisers: dict[str, Normaliser] = {}
+        for s in (
+            []
+            if stats is None
+            else [stats]
+            if isinstance(stats, (str, Path, RewardStats))
+            else stats
+        ):
+            loaded = s if isinstance(s, RewardStats) else RewardStats.load(s)
+            self._check(loaded)
+            self.normalisers[loaded.benchmark] = Normaliser(loaded, k)
+        self.k = k
+        self.judge = judge
+        self.options = {slug: dict(v) for slug, v in (options or {}).items()}
+        self._embedder = embedder
+        self._warned_no_judge = False
+
+    @staticmethod
+    def _check(stats: RewardStats) -> None:
+        bench = benchmarks.get(stats.benchmark)
+        spec = spec_of(bench)
+        if stats.scorer_version != bench.scorer_version or stats.profile != spec.profile:
+            raise UsageError(
+                f"the reward statistics were fitted with {stats.benchmark} scorer version "
+                f"{stats.scorer_version} ({stats.profile}); this installation scores with "
+                f"{bench.scorer_version} ({spec.profile}): fit them again with "
+                "`medvidbench rewards fit`"
+            )
+
+    def score(self, completions: Sequence[Any], ground_truths: Sequence[Any]) -> Rewards:
+        """Rewards for a batch (lists in, numpy arrays out)."""
+        if len(completions) != len(ground_truths):
+            raise RewardInputError(
+                f"{len(completions)} completions but {len(ground_truths)} ground truths"
+            )
+        rows = [decode_row(g, f"ground_truth[{i}]") for i, g in enumerate(ground_truths)]
+        texts = [completion_text(c, f"completions[{i}]") for i, c in enumerate(completions)]
+        return self.score_items(rows, texts)
+
+    def score_items(
+        self, rows: Sequence[tuple[str, Any, Mapping[str, Any]]], texts: Sequence[Any]
+    ) -> Rewards:
+        """Rewards for (slug, item, extras) rows already decoded (what :func:`fit` uses); an
+        answer is a text, or what a benchmark's prediction file may hold (a MedSG-Bench box)."""
+        n = len(rows)
+        terms = {name: np.full(n, np.nan) for name in (SCORE, SIMILARITY, JUDGE, "format")}
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, (slug, item, _) in enumerate(rows):
+            groups.setdefault((slug, item.task), []).append(i)
+        for slug, task in groups:
+            if task not in spec_of(benchmarks.get(slug)).tasks:
+                raise RewardInputError(f"{slug} offers no reward for task {task!r}")
+        # The judge (network-bound) starts first, on a thread of its own; the rule-based terms
+        # and the similarities (CPU-bound) are computed while it waits for answers.
+        judging = self._start_judging(rows, texts, groups)
+        for (slug, task), members in groups.items():
+            bench = benchmarks.get(slug)
+            spec = spec_of(bench)
+            reward = spec.tasks[task]
+            profile = bench.profile(spec.profile)
+            items = [rows[i][1] for i in members]
+            batch = [texts[i] for i in members]
+            ctx = Context(
+                embedder_factory=self._embedder_factory(bench),
+                options={
+                    **self.options.get(slug, {}),
+                    **spec.batch_options(items, [rows[i][2] for i in members]),
+                },
+            )
+            idx = np.asarray(members)
+            if reward.score is not None:
+                # the scorer's own entry point: the per-sample results the board aggregates
+                results = bench.scorers()[task].score_all(items, batch, profile, ctx)
+                terms[SCORE][idx] = [reward.score(r) for r in results]
+                terms["format"][idx] = [float(r.parsed) for r in results]
+            else:
+                # a free-text answer is readable when it holds a letter or digit
+                terms["format"][idx] = [float(bool(_ALNUM.search(str(t)))) for t in batch]
+            if reward.similarity is not None:
+                terms[SIMILARITY][idx] = reward.similarity(items, batch, ctx.embedder())
+        if judging is not None:
+            for idx, values in judging():
+                terms[JUDGE][idx] = values
+        elif (
+            self.judge is None
+            and not self._warned_no_judge
+            and any(spec_of(benchmarks.get(slug)).tasks[task].judged for slug, task in groups)
+        ):
+            self._warned_no_judge = True
+            print(
+                "medvidbench rewards: no judge configured; caption rewards use semantic "
+                "similarity alone",
+                file=sys.stderr,
+            )
+        return self._finish(rows, terms)
+
+    def _start_judging(
+        self,
+        rows: Sequence[tuple[str, Any, Mapping[str, Any]]],
+        texts: Sequence[Any],
+        groups: Mapping[tuple[str, str], list[int]],
+    ) -> Any:
+        """Start judging every judged task's rows (through the evaluator's judging entry
+        point, :func:`~medvidbench.core.evaluation.judge_in_background`); returns a function
+        that waits and gives, per judged task, its rows and their 0-1 judge values (NaN: the
+        judgement failed)."""
+        if self.judge is None:
+            return None
+        from medvidbench.core.evaluation import JudgeJob, judge_in_background
+
+        jobs: list[JudgeJob] = []
+        members: list[np.ndarray] = []
+        for (slug, task), group in groups.items():
+            bench = benchmarks.get(slug)
+            spec = spec_of(bench)
+            if not spec.tasks[task].judged:
+                continue
+            scorer = bench.judged_scorers()[task]
+            items = [rows[i][1] for i in group]
+            jobs.append((scorer, items, [texts[i] for i in group], bench.profile(spec.profile)))
+            members.append(np.asarray(group))
+        if not jobs:
+            return None
+        future = judge_in_background(self.judge, jobs)
+
+        def wait() -> list[tuple[np.ndarray, list[float]]]:
+            out = []
+            for (scorer, *_), idx, result in zip(jobs, members, future.result(), strict=True):
+                key = scorer.metric_keys[0]
+                values = [
+                    (r.values[key] - 1.0) / 4.0 if r.values else np.nan for r in result.samples
+                ]
+                out.append((idx, values))
+            return out
+
+        return wait
+
+    def _embedder_factory(self, bench: Benchmark) -> Any:
+        if self._embedder is not None:
+            return lambda: self._embedder
+        return bench.embedder
+
+    def _finish(
+        self, rows: Sequence[tuple[str, Any, Mapping[str, Any]]], terms: dict[str, np.ndarray]
+    ) -> Rewards:
+        n = len(rows)
+        normalised = {name: terms[name].copy() for name in (SCORE, SIMILARITY, JUDGE)}
+        sources: list[dict[str, str]] = [{} for _ in range(n)]
+        keys: dict[tuple[str, str, str], list[int]] = {}
+        for i, (slug, item, _) in enumerate(rows):
+            keys.setdefault((slug, item.task, item.dataset), []).append(i)
+        raw = np.zeros(n)
+        reward = np.zeros(n)
+        for (slug, task, dataset), members in keys.items():
+            idx = np.asarray(members)
+            spec_task = spec_of(benchmarks.get(slug)).tasks[task]
+            normaliser = self.normalisers.get(slug)
+            for name in (SCORE, SIMILARITY, JUDGE):
+                values = terms[name][idx]
+                if normaliser is None or np.isnan(values).all():
+                    continue
+                normalised[name][idx], source = normaliser.apply(task, dataset, name, values)
+                normalised[name][idx] = np.where(np.isnan(values), np.nan, normalised[name][idx])
+                for i in members:
+                    sources[i][name] = source
+            parts = [terms[name][idx] for name in (SCORE, "format", SIMILARITY, JUDGE)]
+            raw[idx] = combine(spec_task, parts[0], parts[1], parts[2], parts[3])
+            reward[idx] = combine(
+                spec_task,
+                normalised[SCORE][idx],
+                parts[1],
+                normalised[SIMILARITY][idx],
+                normalised[JUDGE][idx],
+            )
+        return Rewards(
+            reward,
+            raw,
+            terms,
+            normalised,
+            [item.task for _, item, _ in rows],
+            [item.dataset for _, item, _ in rows],
+            [slug for slug, _, _ in rows],
+            sources if self.normalisers else [],
+        )
