@@ -330,15 +330,17 @@ def _rank_uncertainty(
     board_stamp, _ = stamps.most_common(1)[0]
     shared = [p.codes for p, _, _ in raw if p is not None and p.stamp == board_stamp]
     reps = min(c.shape[1] for c in shared if c is not None)
-    codes = np.empty((sum(m.ranked for m in definition.metrics), len(raw), reps), np.int64)
+    per_entry = []  # ranked metrics x replicates, each
     for i, (prepared, metrics, reported) in enumerate(raw):
         if prepared is None or prepared.stamp != board_stamp or prepared.codes is None:
             fixed = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]  # type: ignore[arg-type]
-            codes[:, i, :] = rank_codes(np.array(fixed), definition.metrics)[:, None]
+            point = rank_codes(np.array(fixed), definition.metrics)[:, None]
+            per_entry.append(np.broadcast_to(point, (len(point), reps)))
             out[i]["interval_note"] = _why_not(prepared, reported)
             continue
-        codes[:, i, :] = prepared.codes[:, :reps]
+        per_entry.append(prepared.codes[:, :reps])
         out[i]["intervals"] = prepared.intervals
+    codes = np.stack(per_entry, axis=1)  # ranked metrics x entries x replicates
     _, bounds = rank_intervals_of_codes(codes)
     groups = tie_groups(order, bounds)
     for n, i in enumerate(order):
