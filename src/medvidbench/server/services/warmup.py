@@ -26,8 +26,8 @@ def warm_up(runtime: Runtime) -> None:
             gt = runtime.ground_truth(bench.gt_sha256, slug)
             definition = runtime.definition(slug)
             if runtime.settings.bootstrap_replicates:  # the bootstrap's draws, for this test set
-                cluster = definition.cluster_of
-                clusters = len({cluster(s) for s in gt.samples}) if cluster else len(gt.samples)
+                cluster = definition.uncertainty.cluster_of
+                clusters = len({cluster(s) for s in gt.samples})
                 warm_counts(
                     clusters, runtime.settings.bootstrap_replicates, runtime.settings.bootstrap_seed
                 )
