@@ -187,8 +187,10 @@ class Design:
 
 def cluster_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
     """How often each cluster is drawn in each replicate (replicates x clusters), a function of
-    (clusters, replicates, seed) alone, so a process draws them once per test set (a server
-    warms them up at start: :func:`warm_counts`)."""
+    (clusters, replicates, seed) alone, so a process draws them once per test set: a server's
+    first bootstrap of a test set draws them, every later one reuses them. (Drawing them in
+    the start-up warm-up made the first submission slower: the warm-up thread still ran when
+    it arrived, bench/bench_server.py.)"""
     return _drawn_counts(n_clusters, replicates, seed).astype(np.float64)
 
 
@@ -203,13 +205,6 @@ def _drawn_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
     compact = flat.reshape(replicates, n_clusters).astype(np.min_scalar_type(n_clusters))
     compact.flags.writeable = False
     return compact
-
-
-def warm_counts(
-    n_clusters: int, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED
-) -> None:
-    """Draw a test set's cluster counts ahead of its first bootstrap."""
-    _drawn_counts(n_clusters, replicates, seed)
 
 
 def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:

@@ -9,13 +9,11 @@ from medvidbench.server.runtime import Runtime
 
 def warm_up(runtime: Runtime) -> None:
     """Load what the first submission and the first page would otherwise wait for: the
-    current test set, the scorers, the embedding model with its class labels, the bootstrap's
-    cluster draws, and both boards.
+    current test set, the scorers, the embedding model with its class labels, and both boards.
     Meant for a background thread at startup; a failure only means no head start."""
     import logging
 
     try:
-        from medvidbench.core.statistics import warm_counts
         from medvidbench.server.services.boards import KINDS, board_rows
         from medvidbench.server.services.test_sets import current_benchmark
 
@@ -23,14 +21,8 @@ def warm_up(runtime: Runtime) -> None:
             bench = current_benchmark(runtime, slug)
             for kind in KINDS:
                 board_rows(runtime, kind, bench.id)
-            gt = runtime.ground_truth(bench.gt_sha256, slug)
+            runtime.ground_truth(bench.gt_sha256, slug)
             definition = runtime.definition(slug)
-            if runtime.settings.bootstrap_replicates:  # the bootstrap's draws, for this test set
-                cluster = definition.uncertainty.cluster_of
-                clusters = len({cluster(s) for s in gt.samples})
-                warm_counts(
-                    clusters, runtime.settings.bootstrap_replicates, runtime.settings.bootstrap_seed
-                )
             definition.scorers()
             if definition.embedder is not None:
                 definition.embedder()
