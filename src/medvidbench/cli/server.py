@@ -267,9 +267,15 @@ def serve(
             highlight=False,
         )
     try:
-        # Behind a reverse proxy on this machine, X-Forwarded-Proto makes the request https
-        # (and so the session cookie Secure).
-        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True)
+        # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, its X-Forwarded-For is
+        # the visitor's address and X-Forwarded-Proto makes the request https (the session
+        # cookie Secure); the app applies the same setting itself under other servers.
+        config = uvicorn.Config(
+            app_,
+            log_level="warning",
+            proxy_headers=True,
+            forwarded_allow_ips=rt.settings.trusted_proxies,
+        )
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         if consumer is not None:
