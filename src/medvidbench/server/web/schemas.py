@@ -61,13 +61,13 @@ class Ready(BaseModel):
 
 
 class Health(BaseModel):
-    """Liveness, and the default benchmark's current test set."""
+    """Liveness, and the default benchmark's current test set (null before one is loaded)."""
 
     status: str
     version: str
-    benchmark: str
-    samples: int
-    demo: bool
+    benchmark: str | None
+    samples: int | None
+    demo: bool | None
     benchmarks: list[str]
     judge: JudgeSummary
 
