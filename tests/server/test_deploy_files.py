@@ -315,8 +315,10 @@ def test_the_systemd_units_run(stack: Stack) -> None:
     env = stack.env({**declared, "MEDVIDBENCH_SECRET_KEY": SECRET})
 
     _run(stack.command(shlex.split(web_unit["ExecStartPre"])), env)
+    # systemd puts the EnvironmentFile's values in for ${NAME} in a command line
+    expanded = re.sub(r"\$\{(\w+)\}", lambda m: declared[m.group(1)], web_unit["ExecStart"])
     web = subprocess.Popen(
-        stack.command(shlex.split(web_unit["ExecStart"])),
+        stack.command(shlex.split(expanded)),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from medvidbench.server.runtime import Runtime
+from tests.server.conftest import postgres_url  # noqa: F401 (a fixture)
 from tests.web.conftest import login, token_for
 from tests.web.test_api import upload
 
@@ -60,3 +62,54 @@ def test_no_quota_no_headers(
     created = upload(client, token_for(client), synthetic["strong"], "Unlimited")
     assert created.status_code == 202 and "X-RateLimit-Remaining" not in created.headers
     assert 'id="quota-left"' not in client.get("/b/medvidbench/submit").text
+
+
+class _MeetingQueue:
+    """Holds each upload's job until two have been queued: both uploads have committed before
+    either answers, as two uploads at the same moment may."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.meeting = threading.Barrier(2, timeout=30)
+
+    def enqueue_score(self, submission_id: int) -> None:
+        self.meeting.wait()
+
+    def enqueue_judge(self, submission_id: int) -> None:
+        pass
+
+    def enqueue_rescore(self, submission_id: int, profile: str) -> None:
+        pass
+
+    def check(self) -> None:
+        pass
+
+
+def test_two_uploads_at_once_report_what_each_left(
+    tmp_path: Path, synthetic: dict[str, Path], request: pytest.FixtureRequest
+) -> None:
+    """The figure is read in the transaction that accepted the upload (PostgreSQL: both
+    uploads run at once), so two concurrent uploads never both say "4 of 5 left"."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from medvidbench.server.web.app import create_app
+    from tests.server.conftest import build_runtime, variants
+
+    url = request.getfixturevalue("postgres_url")
+    rt = build_runtime(tmp_path, url, synthetic["ground_truth"], quota_per_day=5)
+    rt.queue = _MeetingQueue()
+    files = []
+    for n, content in enumerate(variants(synthetic["strong"], 2)):
+        files.append(tmp_path / f"at-once-{n}.json")
+        files[-1].write_bytes(content)
+    with TestClient(create_app(rt), follow_redirects=False) as client:
+        login(client, rt)
+        token = token_for(client)
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(
+                pool.map(lambda n: upload(client, token, files[n], f"At-Once-{n}"), range(2))
+            )
+    assert [a.status_code for a in answers] == [202, 202]
+    assert sorted(a.headers["X-RateLimit-Remaining"] for a in answers) == ["3", "4"]
+    rt.engine.dispose()

@@ -112,6 +112,8 @@ def submit_file(
             highlight=False,
         )
         _print_warnings(console, created.get("warnings") or [])
+        if created.get("note"):  # e.g. the server's job queue is down: scoring starts later
+            console.print(f"note: {created['note']}", highlight=False)
         left = response.headers.get("X-RateLimit-Remaining")
         if left is not None:  # the server has quotas: say what is left of the tightest
             console.print(

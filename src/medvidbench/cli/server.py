@@ -32,9 +32,14 @@ bench_app = typer.Typer(help="Benchmarks and their test sets.", no_args_is_help=
 @db_app.command("upgrade")
 @friendly
 def db_upgrade(data_dir: DataDir = None) -> None:
-    """Create or migrate the database schema to the newest version."""
-    runtime(data_dir)
-    print("database is up to date")
+    """Create or migrate the database schema to the newest version, and say which it did."""
+    before, after = runtime(data_dir, migrate=False).upgrade_database()
+    if before is None:
+        print(f"created the schema at revision {after}")
+    elif before != after:
+        print(f"upgraded the schema from revision {before} to {after}")
+    else:
+        print(f"the schema is already at revision {after}")
 
 
 @users_app.command("create")
@@ -111,13 +116,15 @@ def worker(
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
     import logging
 
-    from medvidbench.server.jobs import run_worker
+    from medvidbench.server.jobs import run_worker, wait_for_database
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from medvidbench.core.config import judge_state
 
-    rt = runtime(data_dir)
-    err.print(judge_state(rt.settings).describe(), highlight=False)
+    rt = runtime(data_dir, migrate=False)  # 'medvidbench db upgrade' migrates, once
+    judge = judge_state(rt.settings)  # misconfigured: stop here
+    wait_for_database(rt)  # refuses a database not at this code's migration
+    err.print(judge.describe(), highlight=False)
     _warm_up_in_background(rt)
     run_worker(rt, workers)
 
@@ -267,9 +274,15 @@ def serve(
             highlight=False,
         )
     try:
-        # Behind a reverse proxy on this machine, X-Forwarded-Proto makes the request https
-        # (and so the session cookie Secure).
-        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True)
+        # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, its X-Forwarded-For is
+        # the visitor's address and X-Forwarded-Proto makes the request https (the session
+        # cookie Secure); the app applies the same setting itself under other servers.
+        config = uvicorn.Config(
+            app_,
+            log_level="warning",
+            proxy_headers=True,
+            forwarded_allow_ips=rt.settings.trusted_proxies,
+        )
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         if consumer is not None:

@@ -84,6 +84,12 @@ class Settings(BaseSettings):
         "is generated into the data folder (fine on one machine; a public "
         "server refuses to start without a configured one).",
     )
+    trusted_proxies: str = Field(
+        "127.0.0.1",
+        description="Comma-separated addresses or networks (CIDR) of the reverse proxies whose "
+        "X-Forwarded-For and X-Forwarded-Proto headers are believed (the visitor's address, "
+        "https); '*' trusts every peer. From any other address those headers change nothing.",
+    )
     signup_enabled: bool = Field(
         True, description="Let visitors create submitter accounts from the sign-up page."
     )
@@ -182,6 +188,24 @@ class Settings(BaseSettings):
         description="USD per million input tokens, for the cost estimate (known "
         "prices of common models are used when unset).",
     )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: str) -> str:
+        import ipaddress
+
+        entries = [e.strip() for e in value.split(",") if e.strip()]
+        for entry in entries:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"expected IP addresses or networks (CIDR) separated by commas, or '*'; "
+                    f"got {entry!r}"
+                ) from None
+        return ",".join(entries)
 
     @field_validator("secret_key")
     @classmethod

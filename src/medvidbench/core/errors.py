@@ -228,3 +228,26 @@ class NoQueueError(MedVidBenchError):
 
     http_status = 500
     exit_code = ExitCode.FAILURE
+
+
+class NotMigratedError(MedVidBenchError):
+    """The database is not at the migration this code needs (a web or worker process refuses
+    to start; readiness answers 503)."""
+
+    http_status = 503
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, current: str | None, head: str) -> None:
+        where = "has no schema" if current is None else f"is at revision {current}"
+        super().__init__(
+            f"the database {where}, this version of medvidbench needs revision {head}: run "
+            "'medvidbench db upgrade' (with the same settings) before starting it"
+        )
+        self.current, self.head = current, head
+
+
+class QueueUnavailableError(TryLaterError):
+    """The job queue (Redis) cannot be reached: work cannot be queued now."""
+
+    def __init__(self, message: str, retry_seconds: int = 30) -> None:
+        super().__init__(message, retry_seconds)

@@ -15,11 +15,13 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from typing import Any
 
 from medvidbench.core.config import Settings
-from medvidbench.core.errors import UsageError
+from medvidbench.core.errors import QueueUnavailableError, UsageError
+from medvidbench.server.outages import Outages, describe, is_queue_outage
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import lost_rescores, rescore
 from medvidbench.server.services.steps import (
@@ -34,15 +36,64 @@ from medvidbench.server.services.submissions import benchmark_of
 log = logging.getLogger("medvidbench.server.jobs")
 
 
+class Guarded:
+    """Mixed into a Huey class: its consumer backs off while the queue or the database is down
+    (one log line per back-off, see :mod:`medvidbench.server.outages`) instead of logging a
+    traceback on every read of the queue."""
+
+    outages: Outages
+
+    def dequeue(self) -> Any:
+        wait = self.outages.pause()
+        if wait:  # short naps: a consumer told to stop notices within a second
+            time.sleep(min(wait, 1.0))
+            return None
+        try:
+            task = super().dequeue()  # type: ignore[misc]
+        except Exception as exc:
+            if not self.outages.failed(exc):
+                raise
+            return None
+        self.outages.queue.recovered()
+        return task
+
+    def read_schedule(self, timestamp: Any = None) -> list[Any]:
+        if self.outages.queue.pause():
+            return []
+        try:
+            found: list[Any] = super().read_schedule(timestamp)  # type: ignore[misc]
+        except Exception as exc:
+            if not self.outages.failed(exc):
+                raise
+            return []
+        self.outages.queue.recovered()
+        return found
+
+    def read_periodic(self, timestamp: Any) -> list[Any]:
+        # the reaper waits for the queue: its work could not be queued anyway
+        due: list[Any] = [] if self.outages.queue.pause() else super().read_periodic(timestamp)  # type: ignore[misc]
+        return due
+
+
 def make_huey(settings: Settings, immediate: bool = False) -> Any:
     """The queue: in-memory and synchronous (tests), Redis (``redis://``) or a SQLite file."""
     from huey import MemoryHuey, RedisHuey, SqliteHuey
 
+    def guarded(kind: type, *args: Any, **kwargs: Any) -> Any:
+        huey = type(f"Guarded{kind.__name__}", (Guarded, kind), {})(*args, **kwargs)
+        huey.outages = Outages()
+        return huey
+
     if immediate:
-        return MemoryHuey("medvidbench", immediate=True, results=False)
+        return guarded(MemoryHuey, "medvidbench", immediate=True, results=False)
     url = settings.queue_url
     if url and url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisHuey("medvidbench", url=url, results=False)
+        from redis import ConnectionPool
+
+        # Timeouts: an unreachable Redis is an error in seconds, never a hung request or worker
+        # (above the 1 s of the workers' blocking reads).
+        pool = ConnectionPool.from_url(url, socket_connect_timeout=5, socket_timeout=15)
+        return guarded(RedisHuey, "medvidbench", connection_pool=pool, results=False)
     if url:
         raise ValueError("MEDVIDBENCH_QUEUE_URL must be a redis:// URL (or unset for SQLite)")
     from medvidbench.server.runtime import private_dir, private_file
@@ -50,7 +101,7 @@ def make_huey(settings: Settings, immediate: bool = False) -> Any:
     private_dir(settings.data_dir)
     queue = (settings.data_dir / "queue.sqlite3").resolve()
     private_file(queue)
-    return SqliteHuey("medvidbench", filename=str(queue), results=False)
+    return guarded(SqliteHuey, "medvidbench", filename=str(queue), results=False)
 
 
 def worker_id() -> str:
@@ -73,13 +124,35 @@ class Jobs:
     # --- the runtime's Queue protocol ----------------------------------------------------------
 
     def enqueue_score(self, submission_id: int) -> None:
-        self.score(submission_id)
+        self._put(self.score, submission_id)
 
     def enqueue_judge(self, submission_id: int) -> None:
-        self.judge(submission_id)
+        self._put(self.judge, submission_id)
 
     def enqueue_rescore(self, submission_id: int, profile: str) -> None:
-        self.rescore(submission_id, profile)
+        self._put(self.rescore, submission_id, profile)
+
+    def _put(self, task: Any, *args: Any) -> None:
+        try:
+            task(*args)
+        except Exception as exc:
+            if self.huey.immediate or not is_queue_outage(exc):
+                raise  # run at once (tests): the job's own error
+            log.warning("could not queue %s%s: %s", task.name, args, describe(exc))
+            raise QueueUnavailableError(
+                "the job queue cannot be reached; try again in a minute"
+            ) from exc
+
+    def check(self) -> None:
+        """Raise :class:`QueueUnavailableError` unless the queue answers now."""
+        try:
+            self.huey.storage.queue_size()
+        except Exception as exc:
+            if not is_queue_outage(exc):
+                raise
+            raise QueueUnavailableError(
+                f"the job queue cannot be reached ({describe(exc)})"
+            ) from exc
 
     def _retry(self, task: Any, submission_id: int, outcome: str) -> None:
         """Schedule the next attempt of a step that failed, later after every failure."""
@@ -90,14 +163,21 @@ class Jobs:
     def _score(self, submission_id: int, infra_attempt: int = 0) -> str:
         try:
             outcome = run_step(self.runtime, submission_id, "score", worker_id())
-        except Exception:  # the database or file store is unreachable: try again later
+            self.huey.outages.database.recovered()
+        except Exception as exc:  # the database or file store is unreachable: try again later
             self._later(
                 self.score, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
+            if self.huey.outages.failed(exc):
+                return "later"  # one line per back-off, not a traceback per job
             raise
-        if outcome == "done" and judge_due(self.runtime, submission_id):
-            self.judge(submission_id)
-        self._retry(self.score, submission_id, outcome)
+        try:
+            if outcome == "done" and judge_due(self.runtime, submission_id):
+                self.judge(submission_id)
+            self._retry(self.score, submission_id, outcome)
+        except Exception as exc:  # the reaper queues what could not be queued here
+            if not self.huey.outages.failed(exc):
+                raise
         return outcome
 
     def _judge(self, submission_id: int, infra_attempt: int = 0) -> str:
@@ -115,12 +195,19 @@ class Jobs:
         try:
             judge = Judge(config, DatabaseJudgeCache(self.runtime.sessions))
             outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
-        except Exception:
+            self.huey.outages.database.recovered()
+        except Exception as exc:
             self._later(
                 self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
+            if self.huey.outages.failed(exc):
+                return "later"
             raise
-        self._retry(self.judge, submission_id, outcome)
+        try:
+            self._retry(self.judge, submission_id, outcome)
+        except Exception as exc:
+            if not self.huey.outages.failed(exc):
+                raise
         return outcome
 
     def _later(self, task: Any, submission_id: int, infra_attempt: int, lease: int) -> None:
@@ -137,12 +224,18 @@ class Jobs:
         return rescore(self.runtime, submission_id, profile)
 
     def _reap(self) -> int:
-        found = stale(self.runtime)
-        for submission_id, step in found:
-            (self.score if step == "score" else self.judge)(submission_id)
-        lost = lost_rescores(self.runtime)
-        for submission_id, profile in lost:
-            self.rescore(submission_id, profile)
+        try:
+            found = stale(self.runtime)
+            for submission_id, step in found:
+                (self.score if step == "score" else self.judge)(submission_id)
+            lost = lost_rescores(self.runtime)
+            for submission_id, profile in lost:
+                self.rescore(submission_id, profile)
+        except Exception as exc:  # the next reap, a minute later, tries again
+            if not self.huey.outages.failed(exc):
+                raise
+            return 0
+        self.huey.outages.database.recovered()
         return len(found) + len(lost)
 
 
@@ -175,6 +268,30 @@ def start_embedded_consumer(runtime: Runtime, workers: int = 2) -> Any:
     )
     consumer.start()
     return consumer
+
+
+def wait_for_database(runtime: Runtime) -> str:
+    """Wait (backing off, one line per try) until the database answers; then its revision.
+
+    Raises:
+        NotMigratedError: it answers, but is not at this code's migration (a worker refuses to
+            start: 'medvidbench db upgrade' first).
+    """
+    from medvidbench.server.outages import Backoff, is_database_outage
+    from medvidbench.server.store.db import check_migrated
+
+    backoff = Backoff("the database")
+    while True:
+        try:
+            revision = check_migrated(runtime.engine)
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            backoff.failed(exc)
+            time.sleep(backoff.pause())
+            continue
+        backoff.recovered()
+        return revision
 
 
 def run_worker(runtime: Runtime, workers: int = 2) -> None:

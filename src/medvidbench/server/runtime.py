@@ -27,7 +27,13 @@ from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import NoQueueError, NotFoundError, TryLaterError, UsageError
 from medvidbench.server.store.board_cache import BoardCache
-from medvidbench.server.store.db import database_url, make_engine, make_sessions, upgrade
+from medvidbench.server.store.db import (
+    check_migrated,
+    database_url,
+    make_engine,
+    make_sessions,
+    upgrade,
+)
 from medvidbench.server.upload_check import UploadChecker
 
 PRIVATE_DIR = 0o700
@@ -93,6 +99,9 @@ class Queue(Protocol):
     def enqueue_rescore(self, submission_id: int, profile: str) -> None:
         """Add an evaluation of a submission under ``profile``."""
 
+    def check(self) -> None:
+        """Return when the queue answers now; raise (QueueUnavailableError) when not."""
+
 
 class NoQueue:
     """The queue of a runtime that has none attached: every enqueue raises
@@ -112,6 +121,9 @@ class NoQueue:
 
     def enqueue_rescore(self, submission_id: int, profile: str) -> None:
         self._refuse(f"re-scoring under {profile!r}", submission_id)
+
+    def check(self) -> None:
+        raise NoQueueError("this process has no job queue")
 
 
 class Runtime:
@@ -171,9 +183,18 @@ class Runtime:
     def sessions(self) -> sessionmaker[Session]:
         return make_sessions(self.engine)
 
-    def upgrade_database(self) -> None:
-        """Apply every pending migration (what each server command does first)."""
-        upgrade(self.engine)
+    def upgrade_database(self) -> tuple[str | None, str]:
+        """Apply every pending migration (what each server command does first); the revisions
+        before (None: no schema) and after."""
+        return upgrade(self.engine)
+
+    def check_database(self) -> str:
+        """The database's revision, when it is this code's.
+
+        Raises:
+            NotMigratedError: it is not ('medvidbench db upgrade' first).
+        """
+        return check_migrated(self.engine)
 
     # --- files ------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ shown). Rejected and failed submissions do not count against quotas and free the
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from medvidbench.core.errors import (
     NotFoundError,
     PermissionDeniedError,
     Problem,
+    QueueUnavailableError,
     QuotaExceededError,
     UsageError,
 )
@@ -43,6 +45,8 @@ from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Entry, Submission, Team, TestSet, User
+
+log = logging.getLogger("medvidbench.server.submissions")
 
 MAX_NAME = 120
 MAX_SETTINGS = 20
@@ -170,7 +174,31 @@ def _check_quota(session: Any, runtime: Runtime, user: User, slug: str) -> None:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """An accepted upload.
+
+    Attributes:
+        submission: The stored submission (status ``queued``).
+        quota: The submitter's quota windows, read in the transaction that accepted it (two
+            uploads at once each see the other when it committed first).
+        queued: False when the job queue could not be reached: the submission is stored and
+            the reaper queues it once the queue is back (its log says so).
+    """
+
+    submission: Submission
+    quota: list[QuotaWindow]
+    queued: bool = True
+
+
 def submit(
+    runtime: Runtime, user: User, data: bytes | Path, model_name: str, **options: Any
+) -> Submission:
+    """:func:`accept`, for callers that need only the submission."""
+    return accept(runtime, user, data, model_name, **options).submission
+
+
+def accept(
     runtime: Runtime,
     user: User,
     data: bytes | Path,
@@ -183,9 +211,13 @@ def submit(
     filename: str = "",
     benchmark: str | None = None,
     visibility: str = "public",
-) -> Submission:
+) -> Accepted:
     """Check a prediction file at once and queue it for scoring on ``benchmark`` (a slug;
     None: the default benchmark).
+
+    With the job queue down the submission is stored all the same (``queued`` false): the
+    reaper of any worker queues it once the queue is back, so the submitter keeps its id and
+    its place, and never has to upload it again.
 
     Raises:
         InvalidSubmissionError: the file is invalid (every problem listed; a rejected record is
@@ -310,6 +342,7 @@ def submit(
                 verdict=report.verdict,
                 visibility=visibility,
             )
+            windows = quota_windows(session, runtime, holder, definition.slug)
     except IntegrityError:
         raise ConflictError(
             f"the model name {name!r} was taken by a public submission made at the same "
@@ -318,8 +351,28 @@ def submit(
     finally:
         staged.unlink(missing_ok=True)  # still there only when nothing was stored
         kept.unlink(missing_ok=True)
-    runtime.queue.enqueue_score(sub.id)
-    return sub
+    try:
+        runtime.queue.enqueue_score(sub.id)
+    except QueueUnavailableError:
+        _queue_later(runtime, sub.id)
+        return Accepted(sub, windows, queued=False)
+    return Accepted(sub, windows)
+
+
+def _queue_later(runtime: Runtime, submission_id: int) -> None:
+    """Say in the submission's log that its job waits for the queue (the reaper queues it,
+    ``MEDVIDBENCH_JOB_REQUEUE_SECONDS`` after upload at the earliest, once the queue is back)."""
+    log.warning("submission %s stored; the job queue is down, the reaper queues it", submission_id)
+    try:
+        with transaction(runtime.sessions) as session:
+            events.record(
+                session,
+                submission_id,
+                "waiting",
+                "the job queue could not be reached; scoring starts once it is back",
+            )
+    except Exception:  # the submission is stored and will be scored: the note is not worth a 500
+        log.exception("could not note the wait in submission %s's log", submission_id)
 
 
 def _received(report: Any, size: int) -> str:

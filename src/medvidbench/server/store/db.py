@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+from medvidbench.core.errors import NotMigratedError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # msgspec reads and writes JSON columns several times faster than the standard library.
@@ -69,11 +72,52 @@ def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
         yield session
 
 
-def upgrade(engine: Engine) -> None:
-    """Bring the database schema to the newest migration."""
+@cache
+def head_revision() -> str:
+    """The newest migration this code ships (its revision id, e.g. ``0009``)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    if head is None:
+        raise RuntimeError("no migrations found")
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The migration the database is at (None: no schema yet).
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database cannot be reached.
+    """
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def check_migrated(engine: Engine) -> str:
+    """The database's revision when it is the code's migration head.
+
+    Raises:
+        NotMigratedError: it is not (no schema, an older or an unknown revision).
+        sqlalchemy.exc.OperationalError: the database cannot be reached.
+    """
+    current, head = current_revision(engine), head_revision()
+    if current != head:
+        raise NotMigratedError(current, head)
+    return head
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Bring the database schema to the newest migration; returns the revisions before (None:
+    no schema) and after."""
     from alembic import command
     from alembic.config import Config
 
+    before = current_revision(engine)
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     sqlite = engine.dialect.name == "sqlite"
@@ -95,3 +139,4 @@ def upgrade(engine: Engine) -> None:
         finally:
             if sqlite:
                 raw.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
+    return before, head_revision()

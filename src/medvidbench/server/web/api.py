@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench import __version__
@@ -20,11 +20,12 @@ from medvidbench.server.services import catalogue, events
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.boards import compare as compare_rows
 from medvidbench.server.services.exports import export_board
+from medvidbench.server.services.health import readiness
 from medvidbench.server.services.submissions import (
+    accept,
     list_submissions,
     quota,
     submission_view,
-    submit,
 )
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.services.visibility import set_visibility
@@ -36,13 +37,39 @@ from medvidbench.server.web.schemas import SubmissionCreated
 router = APIRouter(tags=["leaderboard"])
 Rt = Annotated[Runtime, Depends(deps.runtime)]
 CHUNK = 1 << 20
+QUEUE_DOWN = (
+    "stored, but the job queue is down: scoring starts once it is back (no need to upload again)"
+)
 
 
 def _definition(rt: Runtime, slug: str | None) -> Benchmark:
     return rt.definition(slug)
 
 
+@router.get("/health/live", response_model=schemas.Live)
+@router.head("/health/live", include_in_schema=False)
+def live() -> dict[str, str]:
+    """The process is up and answering (nothing else is checked: see ``/health/ready``)."""
+    return {"status": "ok", "version": __version__}
+
+
+@router.get(
+    "/health/ready",
+    response_model=schemas.Ready,
+    responses={503: {"model": schemas.Ready, "description": "A part is not ready; named."}},
+)
+@router.head("/health/ready", include_in_schema=False)
+def ready(rt: Rt) -> JSONResponse:
+    """Ready to serve: the database reachable and at this code's migration, the job queue
+    reachable. 503 names each part that is not, and what is wrong with it."""
+    checks = readiness(rt)
+    failing = [part for part, state in checks.items() if state != "ok"]
+    body = {"status": "unavailable" if failing else "ready", "failing": failing, "checks": checks}
+    return JSONResponse(body, status_code=503 if failing else 200)
+
+
 @router.get("/health", response_model=schemas.Health)
+@router.head("/health", include_in_schema=False)
 def health(rt: Rt) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
     ``demo`` describe the default benchmark's test set; null before one is loaded: a server
@@ -248,8 +275,8 @@ async def create_submission(
     try:
         # Validation, hashing and storing take a while for a large file: off the event loop,
         # so that every other request is answered meanwhile.
-        sub = await run_in_threadpool(
-            submit,
+        accepted = await run_in_threadpool(
+            accept,
             rt,
             user,
             received,
@@ -264,13 +291,16 @@ async def create_submission(
         )
     finally:
         received.unlink(missing_ok=True)
-    response.headers.update(rate_limit_headers(quota(rt, user, slug)))
+    sub = accepted.submission
+    # what was left when it was accepted (two uploads at once never both report the same)
+    response.headers.update(rate_limit_headers(accepted.quota))
     return SubmissionCreated(
         id=sub.id,
         status=sub.status,
         url=f"/submissions/{sub.id}",
         visibility=sub.visibility,
         warnings=events.warnings(rt, sub.id),
+        note=None if accepted.queued else QUEUE_DOWN,
     )
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from medvidbench import __version__
 from medvidbench.core.errors import MedVidBenchError, NotFoundError
@@ -55,9 +56,9 @@ def create_app(runtime: Runtime) -> FastAPI:
     app.state.runtime = runtime
     app.state.login_failures = LoginThrottle()
     app.state.password_work = SlowWork()
-    # Each add_middleware wraps the ones added before it, so from the outside in: headers on
-    # every answer (413s included), the body limit, the session cookie, and the check that an
-    # upload's sender is logged in before its body is read.
+    # Each add_middleware wraps the ones added before it, so from the outside in: a trusted
+    # proxy's headers, headers on every answer (413s included), the body limit, the session
+    # cookie, and the check that an upload's sender is logged in before its body is read.
     app.add_middleware(UploadGate, runtime=runtime)
     app.add_middleware(
         SessionMiddleware,
@@ -73,6 +74,11 @@ def create_app(runtime: Runtime) -> FastAPI:
         is_upload=is_upload,
     )
     app.add_middleware(SecurityHeaders)
+    # Outermost: the visitor's address and scheme from X-Forwarded-* sent by a trusted proxy
+    # (MEDVIDBENCH_TRUSTED_PROXIES), under any ASGI server. uvicorn's own middleware, which
+    # `medvidbench serve` configures with the same setting, has rewritten the scope already;
+    # a second pass is then a no-op (the rewritten client is no trusted proxy).
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=runtime.settings.trusted_proxies)
 
     @app.exception_handler(MedVidBenchError)
     async def on_error(request: Request, exc: MedVidBenchError) -> Response:

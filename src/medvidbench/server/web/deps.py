@@ -83,11 +83,17 @@ def check_csrf(request: Request, form: Any) -> None:
     """Forms carry the session's CSRF token; a cross-site post does not have it."""
     sent = str(form.get("csrf", ""))
     expected = str(request.session.get("csrf", ""))
-    # Defence in depth beside the token: a browser names the page's origin on a POST. Only
-    # host and port are compared (a page on another port of this host is another origin);
-    # the scheme is not, as a proxy may end TLS without saying so.
-    origin = request.headers.get("origin")
-    foreign = origin not in (None, "null") and urlsplit(origin).netloc != request.url.netloc
+    # Defence in depth beside the token: a browser names the page's origin on a POST. Host and
+    # port are compared (a page on another port of this host is another origin), and the
+    # scheme once the request is known to be https (directly, or from a trusted proxy's
+    # X-Forwarded-Proto): a plain-http page cannot post to the https site. An https origin on
+    # an http request is let through, as a proxy not (yet) trusted may end TLS.
+    origin = request.headers.get("origin", "null")
+    sent_from = urlsplit(origin) if origin != "null" else None
+    foreign = sent_from is not None and (
+        sent_from.netloc != request.url.netloc
+        or (request.url.scheme == "https" and sent_from.scheme != "https")
+    )
     if foreign or not expected or not hmac.compare_digest(sent, expected):
         raise PermissionDeniedError(
             "the form expired or came from another site; reload the page and try again"

@@ -15,7 +15,7 @@ import operator
 from types import GenericAlias, UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, create_model
 
 from medvidbench.server.services.boards import BoardRow
 
@@ -31,6 +31,9 @@ class SubmissionCreated(BaseModel):
     url: str
     visibility: str = "public"
     warnings: list[str] = []
+    note: str | None = Field(
+        None, description="Set when scoring waits: the job queue was down (it starts once back)."
+    )
 
 
 class JudgeSummary(BaseModel):
@@ -42,14 +45,29 @@ class JudgeSummary(BaseModel):
     reason: str | None
 
 
-class Health(BaseModel):
-    """Liveness, and the default benchmark's current test set."""
+class Live(BaseModel):
+    """The process answers."""
 
     status: str
     version: str
-    benchmark: str
-    samples: int
-    demo: bool
+
+
+class Ready(BaseModel):
+    """Whether the process can work now: each part (database, queue) ``ok`` or what is wrong."""
+
+    status: str
+    failing: list[str]
+    checks: dict[str, str]
+
+
+class Health(BaseModel):
+    """Liveness, and the default benchmark's current test set (null before one is loaded)."""
+
+    status: str
+    version: str
+    benchmark: str | None
+    samples: int | None
+    demo: bool | None
     benchmarks: list[str]
     judge: JudgeSummary
 
