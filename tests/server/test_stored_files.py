@@ -57,7 +57,13 @@ def test_a_worker_with_its_own_data_folder_scores_from_the_database_alone(
     request: pytest.FixtureRequest, tmp_path: Path, synthetic: dict[str, Path], engine: str
 ) -> None:
     url = _database(request, tmp_path, engine)
-    web = build_runtime(tmp_path / "web", url, synthetic["ground_truth"], file_store="database")
+    web = build_runtime(  # every upload checked in the child, from its local test set copy
+        tmp_path / "web",
+        url,
+        synthetic["ground_truth"],
+        file_store="database",
+        upload_process_bytes=0,
+    )
     assert isinstance(web.files, DatabaseFiles)
     web.queue = HeldQueue()
     sub = submit(web, make_user(web), synthetic["strong"].read_bytes(), "Elsewhere")
