@@ -14,7 +14,7 @@ garbage; import and --help under 150 ms.
 The first round runs with an empty model cache (``MEDVIDBENCH_CACHE_DIR`` in a temporary
 folder), as on a new machine, and is reported apart; the medians are of the later rounds.
 
-Usage: python bench/bench_cold.py [--rounds 7] [--samples 6245]
+Usage: python bench/bench_cold.py [--rounds 7] [--samples 6245] [--archetypes strong,...]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--samples", type=int, default=6245)
+    parser.add_argument("--archetypes", default=",".join(ARCHETYPES))
     args = parser.parse_args()
     from serving import synth  # beside this script
 
@@ -70,7 +71,7 @@ def main() -> None:
             "import medvidbench": [sys.executable, "-c", "import medvidbench"],
             "medvidbench --help": [*cli, "--help"],
         }
-        for name in ARCHETYPES:
+        for name in args.archetypes.split(","):
             commands[f"evaluate {name}"] = [
                 *cli,
                 "evaluate",

@@ -5,7 +5,8 @@ excluding the one-time model load) under 1 s; model load under 3 s; 531,850 samp
 and 4 GB. Prints medians of repeated runs; each large run is a fresh child process so its peak
 memory (VmHWM) is its own.
 
-Usage: python bench/bench_evaluate.py [--repeat 5] [--large 531850] [--profile leaderboard-v1]
+Usage: python bench/bench_evaluate.py [--repeat 5] [--samples 6245] [--large 531850]
+       [--profile leaderboard-v1]
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def child(gt_path: str, pred_path: str, profile: str) -> None:
     )
 
 
-def small(repeat: int, profile: str) -> None:
+def small(repeat: int, profile: str, samples: int) -> None:
     from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
     from medvidbench.benchmarks.medvidbench.matching import load_submission
     from medvidbench.benchmarks.medvidbench.synth import write_synthetic
@@ -86,11 +87,11 @@ def small(repeat: int, profile: str) -> None:
                 f"(min {min(loads):.3f}, max {max(loads):.3f})"
             )
     with tempfile.TemporaryDirectory() as tmp:
-        files = write_synthetic(tmp, samples=6245, seed=0, archetypes=ARCHETYPES)
+        files = write_synthetic(tmp, samples=samples, seed=0, archetypes=ARCHETYPES)
         gt = load_ground_truth(files["ground_truth"])
         print(
-            f"\n6,245 samples, profile {profile}; seconds per evaluation (match + score every "
-            "rule-based task, NAP embeddings included).\n'cold': each run gets a freshly "
+            f"\n{samples:,} samples, profile {profile}; seconds per evaluation (match + score "
+            "every rule-based task, NAP embeddings included).\n'cold': each run gets a freshly "
             "loaded embedder that knows only the class labels (every answer embedding is "
             "included); 'warm': the cache a long-running server has."
         )
@@ -144,13 +145,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--large", type=int, default=531_850, help="0 to skip")
+    parser.add_argument("--samples", type=int, default=6245)
     parser.add_argument("--profile", default="leaderboard-v1")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
-    small(args.repeat, args.profile)
+    small(args.repeat, args.profile, args.samples)
     if args.large:
         large(args.large, args.profile)
 

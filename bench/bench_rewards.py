@@ -15,7 +15,7 @@ judge's answered requests per batch (the second must be 0: every judgement is ca
 Target (issue: training rewards): rule-based rewards for 10,000 completions in under 1 s on one
 core.
 
-Usage: python bench/bench_rewards.py [--completions 10000] [--runs 5] [--latency 0.2]
+Usage: python bench/bench_rewards.py [--completions 10000] [--runs 5] [--latency 0.2] [--captions 0]
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def part_rule_based(n: int, runs: int, folder: Path) -> None:
         )
 
 
-def part_judge(folder: Path, latency: float) -> None:
+def part_judge(folder: Path, latency: float, captions: int) -> None:
     import httpx
 
     from medvidbench.core.judge.cache import MemoryJudgeCache
@@ -109,6 +109,7 @@ def part_judge(folder: Path, latency: float) -> None:
     bench, _, pool = rows_of(
         "medvidbench", folder, ("strong",), ("video_summary", "region_caption", "dense_captioning")
     )
+    pool = pool[:captions] if captions else pool
     texts, gts = [t for t, _ in pool], [g for _, g in pool]
     assert bench.judging is not None
     # the fake judge in its own process: it shares no interpreter lock with the rewarder
@@ -147,6 +148,9 @@ def main() -> None:
     parser.add_argument("--completions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.2, help="The fake judge's seconds.")
+    parser.add_argument(
+        "--captions", type=int, default=0, help="Part 2 on the first N caption rows (0: all)."
+    )
     args = parser.parse_args()
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,7 +159,7 @@ def main() -> None:
         part_rule_based(args.completions, args.runs, Path(tmp))
         if cores:
             os.sched_setaffinity(0, cores)  # the fake judge server shares this process
-        part_judge(Path(tmp), args.latency)
+        part_judge(Path(tmp), args.latency, args.captions)
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def run(src: str | None, mb: int, tmp: Path) -> dict[str, object]:
     token = account_with_token(data, env)
     with serve(data, env) as live:
         server, url = live.process, live.url
-        size = padded_file(data / "demo", mb << 20, tmp / "big.json")
+        size = padded_file(data / "demo" / "medvidbench", mb << 20, tmp / "big.json")
         before = memory(server.pid)
         latencies: list[float] = []
         done = threading.Event()

@@ -13,14 +13,17 @@ def populate_board(
     entries: int,
     seed: int = 0,
     replicates: int = 0,
+    first: int = 0,
 ) -> None:
     """Insert ``entries`` scored submissions, their evaluations and board entries directly
-    (as scoring would leave them); about 10 % of metrics are missing. With ``replicates``,
-    each evaluation also stores a bootstrap of that many replicates (the metric plus noise of
-    a size real test sets give), as scoring with intervals would."""
+    (as scoring would leave them, the boards' generation bumped); about 10 % of metrics are
+    missing. With ``replicates``, each evaluation also stores a bootstrap of that many
+    replicates (the metric plus noise of a size real test sets give), as scoring with intervals
+    would. Models are numbered from ``first`` (to add more to a board already filled)."""
     from sqlalchemy import select
 
     from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS, SCORER_VERSION
+    from medvidbench.server.store.board_cache import bump
     from medvidbench.server.store.db import transaction
     from medvidbench.server.store.models import Board, Entry, Evaluation, Submission
 
@@ -29,7 +32,7 @@ def populate_board(
         board = session.scalar(
             select(Board).where(Board.benchmark_id == benchmark_id, Board.kind == "community")
         )
-        for i in range(entries):
+        for i in range(first, first + entries):
             name, url = f"model-{i}", f"https://example.org/models/{i}"
             sub = Submission(
                 benchmark_id=benchmark_id,
@@ -69,6 +72,7 @@ def populate_board(
                     model_url=url,
                 )
             )
+        bump(session, benchmark_id)  # as scoring does: the boards are ranked again
 
 
 def _statistics(metrics: dict[str, float | None], replicates: int, seed: int) -> dict[str, Any]:
@@ -80,7 +84,12 @@ def _statistics(metrics: dict[str, float | None], replicates: int, seed: int) ->
     rng = np.random.default_rng(seed)
     values = np.array([metrics[k] for k in keys]) + rng.normal(0, 0.015, (replicates, len(keys)))
     return Bootstrap(
-        0, replicates, 0.95, "bench", 4000, keys, values,
+        0,
+        replicates,
+        0.95,
+        "bench",
+        4000,
+        keys,
+        values,
         {k: interval(values[:, j]) for j, k in enumerate(keys)},
     ).to_dict(with_replicates=True)
-

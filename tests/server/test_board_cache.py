@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import board_rows
@@ -58,3 +61,35 @@ def test_every_change_to_a_board_is_seen_at_once(
     assert names(runtime) == ["First"]
     untouched = board_rows(runtime, "community")
     assert board_rows(runtime, "community") is untouched  # no change: the same rows again
+
+
+def test_a_change_decodes_only_the_new_bootstrap(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board ranked again after a submission is scored reads and decodes the stored
+    replicates of that one evaluation; the rows are those of a process that decoded all."""
+    from medvidbench.core.statistics import Bootstrap
+
+    files = variants(synthetic["weak"], 3)
+    for n, data in enumerate(files[:2]):
+        submit(runtime, alice, data, f"Model {n}")
+    assert all(r.rank_interval for r in board_rows(runtime, "community"))
+    decoded: list[int] = []
+    real = Bootstrap.aligned
+
+    def counted(data: Any, keys: Any) -> Any:
+        decoded.append(1)
+        return real(data, keys)
+
+    monkeypatch.setattr(Bootstrap, "aligned", staticmethod(counted))
+    submit(runtime, alice, files[2], "Model 2")
+    after = board_rows(runtime, "community")
+    assert len(after) == 3 and len(decoded) == 1
+
+    def shown(rows: list[Any]) -> list[Any]:
+        return [(r.model_name, r.rank, r.rank_interval, r.tie_group, r.intervals) for r in rows]
+
+    fresh = Runtime(runtime.settings)  # another process: nothing decoded yet
+    assert shown(board_rows(fresh, "community")) == shown(after)
+    assert len(decoded) == 4
+    fresh.engine.dispose()

@@ -60,9 +60,12 @@ def rank_rows(
     """Rank ``(key, model name, {metric key: value})`` rows of one board."""
     ranked = [m for m in metrics if m.ranked]
     keys = [m.key for m in ranked]
-    columns = [
-        [None if (v := r[2].get(k)) is None else round(float(v), 3) for r in rows] for k in keys
+    # every value rounded once: ranks, the tie-breaks and the normalised average all use it
+    every = [m.key for m in metrics]
+    rounded = [
+        {k: None if (v := r[2].get(k)) is None else round(float(v), 3) for k in every} for r in rows
     ]
+    columns = [[r[k] for r in rounded] for k in keys]
     rank_columns = [
         metric_ranks(c, m.higher_is_better) for c, m in zip(columns, ranked, strict=True)
     ]
@@ -70,21 +73,16 @@ def rank_rows(
         (max if m.higher_is_better else min)((x for x in c if x is not None), default=None)
         for c, m in zip(columns, ranked, strict=True)
     ]
+    scored = [(m.higher_is_better, best) for m, best in zip(ranked, bests, strict=True)]
     out = []
     for i, (key, name, _) in enumerate(rows):
         ranks = [rc[i] for rc in rank_columns]
-        values = [c[i] for c in columns]
         norm = sum(
-            (v / best if m.higher_is_better else best / v)
-            for v, best, m in zip(values, bests, ranked, strict=True)
+            (v / best if higher else best / v)
+            for v, (higher, best) in zip((c[i] for c in columns), scored, strict=True)
             if v is not None and best is not None and best > 0 and v > 0
         )
-        present = [
-            n
-            for m in metrics
-            if (v := rows[i][2].get(m.key)) is not None
-            and (n := m.normalised(round(float(v), 3))) is not None
-        ]
+        present = [n for m in metrics if (n := m.normalised(rounded[i][m.key])) is not None]
         out.append(
             Ranked(
                 key=key,

@@ -167,7 +167,12 @@ def start_embedded_consumer(runtime: Runtime, workers: int = 2) -> Any:
 
     jobs = runtime.queue if isinstance(runtime.queue, Jobs) else attach_queue(runtime)
     jobs.reap.call_local()
-    consumer = EmbeddedConsumer(jobs.huey, workers=workers, worker_type="thread", periodic=True)
+    # An idle worker polls the queue less and less often (huey: up to every 10 s), so a job
+    # enqueued after a quiet spell waited up to that long; here, in the web process, a poll of
+    # the local queue file every 0.1 s at most costs nothing that matters.
+    consumer = EmbeddedConsumer(
+        jobs.huey, workers=workers, worker_type="thread", periodic=True, max_delay=0.1
+    )
     consumer.start()
     return consumer
 

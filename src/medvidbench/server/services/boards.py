@@ -14,12 +14,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import NotFoundError
-from medvidbench.core.ranking import rank_rows
+from medvidbench.core.ranking import Ranked, rank_rows
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
-from medvidbench.server.store.models import Board, Entry, Submission, TestSet
+from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
 
 KINDS = ("official", "community")
 
@@ -85,13 +85,47 @@ def board_rows(
 
 
 def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
+    """A board's rows in three stages: read them, rank them, lay them out."""
+    read = _query(runtime, kind, bench_id)
+    ranked, uncertainty, section = _rank(read)
+    return _rows(read, ranked, uncertainty, section)
+
+
+@dataclass(slots=True)
+class _Read:
+    """What a board is ranked from: plain rows of just the columns it shows."""
+
+    definition: Any
+    demo: bool
+    entries: list[Any]  # Entry columns, hidden submissions left out
+    subs: dict[int, Any]  # Submission columns by id
+    evals: dict[int, Any]  # the evaluation shown, by submission id
+    metrics: list[dict[str, float | None]]  # each entry's, every metric key present
+    prepared: dict[int, _Replicates]  # each evaluation's replicates for ranks, by its id
+
+
+@dataclass(frozen=True, slots=True)
+class _Replicates:
+    """What ranking needs of one stored evaluation's bootstrap, decoded once: it never changes
+    (an evaluation is written once), so a board re-ranked after a change decodes only the
+    evaluations it has not seen."""
+
+    created_at: Any  # with the id, tells a reused id apart
+    stored: bool  # a bootstrap was stored (with or without its replicates)
+    stamp: tuple[Any, Any, Any] | None
+    intervals: dict[str, Any] | None
+    # ranked metrics x RANK_REPLICATES: the replicates' rank codes (the point value's where
+    # the metric has no replicates)
+    codes: np.ndarray | None
+
+
+def _query(runtime: Runtime, kind: str, bench_id: int) -> _Read:
     with runtime.sessions() as session:
         board = find_board(session, bench_id, kind)
         slug, demo = session.execute(
             select(TestSet.slug, TestSet.is_demo).where(TestSet.id == bench_id)
         ).one()
         definition = runtime.definition(slug)
-        # Plain rows of just the columns a board shows: no ORM objects, no per-task JSON.
         entries = session.execute(
             select(
                 Entry.id,
@@ -127,14 +161,60 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
         # every board (its page and scores are kept)
         hidden = {i for i, s in subs.items() if s.hidden or s.visibility != "public"}
         entries = [e for e in entries if e.submission_id not in hidden]
-        evals = current_evaluations(session, ids, definition)
-    keys = definition.metric_keys
-    raw = []
+        evals = current_evaluations(session, ids, definition, with_statistics=False)
+        # the replicates of the evaluations this board held last time are reused; only new
+        # ones are read and decoded (a stored bootstrap is some 50 KB of base64)
+        held: dict[int, _Replicates] = runtime.boards.get(("replicates", bench_id, kind), 0, dict)
+        prepared = {
+            ev.id: held[ev.id]
+            for ev in evals.values()
+            if ev.id in held and held[ev.id].created_at == ev.created_at
+        }
+        missing = [ev for ev in evals.values() if ev.id not in prepared]
+        for start in range(0, len(missing), 100):
+            part = {ev.id: ev for ev in missing[start : start + 100]}
+            for ev_id, stats in session.execute(
+                select(Evaluation.id, Evaluation.statistics).where(Evaluation.id.in_(part))
+            ):
+                ev = part[ev_id]
+                prepared[ev_id] = _prepare(stats, ev.metrics, ev.created_at, definition)
+        held.clear()
+        held.update(prepared)
+    metrics = []
     for e in entries:
         ev = evals.get(e.submission_id) if e.submission_id else None
-        metrics = dict.fromkeys(keys)
-        metrics.update((ev.metrics if ev else e.reported_metrics) or {})
-        raw.append((e, ev, {k: metrics.get(k) for k in keys}))
+        found = (ev.metrics if ev else e.reported_metrics) or {}
+        metrics.append({k: found.get(k) for k in definition.metric_keys})
+    return _Read(definition, demo, entries, subs, evals, metrics, prepared)
+
+
+def _prepare(
+    stats: dict[str, Any] | None, metrics: dict[str, Any], created_at: Any, definition: Any
+) -> _Replicates:
+    from medvidbench.core.statistics import RANK_REPLICATES, Bootstrap, rank_codes
+
+    stamp = Bootstrap.stamp(stats)
+    if stats is None or stamp is None:
+        return _Replicates(created_at, stats is not None, stamp, None, None)
+    keys = list(definition.metric_keys)
+    metrics = metrics or {}
+    values = np.empty((min(RANK_REPLICATES, int(stats["replicates"])), len(keys)))
+    values[:] = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]
+    present = [j for j, k in enumerate(keys) if metrics.get(k) is not None and k in stats["keys"]]
+    aligned = Bootstrap.aligned(stats, keys)
+    values[:, present] = aligned[: len(values), present]
+    codes = np.ascontiguousarray(rank_codes(values, definition.metrics).T)
+    return _Replicates(created_at, True, stamp, stats["intervals"], codes)
+
+
+def _rank(read: _Read) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
+    """The official order, each row's uncertainty and, on a demo test set holding both,
+    which section a row is in."""
+    definition = read.definition
+    raw = [
+        (e, read.evals.get(e.submission_id) if e.submission_id else None, metrics)
+        for e, metrics in zip(read.entries, read.metrics, strict=True)
+    ]
     # On a demo test set, rows scored here (synthetic items) and reported ones (numbers on the
     # real test set) cannot be compared: a board holding both ranks, and resamples, each part on
     # its own.
@@ -143,10 +223,10 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
             [i for i, (e, _, _) in enumerate(raw) if not e.reported],
             [i for i, (e, _, _) in enumerate(raw) if e.reported],
         ]
-        if demo and any(e.reported for e, _, _ in raw)
+        if read.demo and any(e.reported for e, _, _ in raw)
         else [list(range(len(raw)))]
     )
-    ranked: list[Any] = []
+    ranked: list[Ranked] = []
     uncertainty: list[dict[str, Any]] = [{} for _ in raw]
     section = [""] * len(raw)
     for n, part in enumerate(parts):
@@ -156,19 +236,31 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
             [(i, raw[i][0].model_name, raw[i][2]) for i in part], definition.metrics
         )
         ranked += ranked_part
+        where = {i: j for j, i in enumerate(part)}
         found = _rank_uncertainty(
-            [(_statistics(raw[i][1]), raw[i][2], raw[i][1] is None) for i in part],
-            [part.index(int(r.key)) for r in ranked_part],  # type: ignore[call-overload]
+            [
+                (None if ev is None else read.prepared.get(ev.id), metrics, ev is None)
+                for _, ev, metrics in (raw[i] for i in part)
+            ],
+            [where[int(r.key)] for r in ranked_part],  # type: ignore[call-overload]
             definition,
         )
         for j, i in enumerate(part):
             uncertainty[i] = found[j]
             if len(parts) > 1:
                 section[i] = ("demo-scored", "demo-reported")[n]
+    return ranked, uncertainty, section
+
+
+def _rows(
+    read: _Read, ranked: list[Ranked], uncertainty: list[dict[str, Any]], section: list[str]
+) -> list[BoardRow]:
+    definition = read.definition
     rows = []
     for r in ranked:
-        e, ev, metrics = raw[int(r.key)]
-        sub = subs.get(e.submission_id) if e.submission_id else None
+        e = read.entries[int(r.key)]  # type: ignore[call-overload]
+        ev = read.evals.get(e.submission_id) if e.submission_id else None
+        sub = read.subs.get(e.submission_id) if e.submission_id else None
         badges = [
             b
             for b, on in (
@@ -192,7 +284,7 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 model_name=e.model_name,
                 team=e.team_name,
                 model_url=e.model_url,
-                metrics=metrics,
+                metrics=read.metrics[int(r.key)],  # type: ignore[call-overload]
                 average_rank=r.average_rank,
                 metrics_present=r.metrics_present,
                 normalised_average=r.normalised_average,
@@ -205,19 +297,15 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
                 judge=ev.judge if ev else None,
                 source=e.source,
                 missing_tasks=list(sub.missing_tasks or []) if sub else [],
-                section=section[int(r.key)],
-                **uncertainty[int(r.key)],
+                section=section[int(r.key)],  # type: ignore[call-overload]
+                **uncertainty[int(r.key)],  # type: ignore[call-overload]
             )
         )
     return rows
 
 
-def _statistics(evaluation: Any) -> dict[str, Any] | None:
-    return evaluation.statistics if evaluation is not None else None
-
-
 def _rank_uncertainty(
-    raw: list[tuple[dict[str, Any] | None, dict[str, float | None], bool]],
+    raw: list[tuple[_Replicates | None, dict[str, float | None], bool]],
     order: list[int],
     definition: Any,
 ) -> list[dict[str, Any]]:
@@ -226,33 +314,34 @@ def _rank_uncertainty(
     Rows whose evaluations share the board's bootstrap (the most common replicate count and
     seed) are resampled together; every other row (reported numbers, evaluations stored without
     a bootstrap or with other settings) keeps its values in every replicate and gets no
-    interval, with the reason.
+    interval, with the reason. Ranks use the first :data:`RANK_REPLICATES` replicates.
     """
     from collections import Counter
 
-    from medvidbench.core.statistics import Bootstrap, rank_intervals, tie_groups
+    from medvidbench.core.statistics import rank_codes, rank_intervals_of_codes, tie_groups
 
     keys = list(definition.metric_keys)
-    stamps = Counter(stamp for s, _, _ in raw if (stamp := Bootstrap.stamp(s)) is not None)
+    stamps = Counter(p.stamp for p, _, _ in raw if p is not None and p.stamp is not None)
     out: list[dict[str, Any]] = [{} for _ in raw]
     if not stamps:
-        for i, (stats, _, reported) in enumerate(raw):
-            out[i]["interval_note"] = _why_not(stats, reported)
+        for i, (prepared, _, reported) in enumerate(raw):
+            out[i]["interval_note"] = _why_not(prepared, reported)
         return out
     board_stamp, _ = stamps.most_common(1)[0]
-    values = np.full((len(raw), board_stamp[0], len(keys)), np.nan)
-    for i, (stats, metrics, reported) in enumerate(raw):
-        fixed = np.array([np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys])  # type: ignore[arg-type]
-        values[i] = fixed
-        if stats is None or Bootstrap.stamp(stats) != board_stamp:
-            out[i]["interval_note"] = _why_not(stats, reported)
+    shared = [p.codes for p, _, _ in raw if p is not None and p.stamp == board_stamp]
+    reps = min(c.shape[1] for c in shared if c is not None)
+    per_entry = []  # ranked metrics x replicates, each
+    for i, (prepared, metrics, reported) in enumerate(raw):
+        if prepared is None or prepared.stamp != board_stamp or prepared.codes is None:
+            fixed = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]  # type: ignore[arg-type]
+            point = rank_codes(np.array(fixed), definition.metrics)[:, None]
+            per_entry.append(np.broadcast_to(point, (len(point), reps)))
+            out[i]["interval_note"] = _why_not(prepared, reported)
             continue
-        present = [
-            j for j, k in enumerate(keys) if metrics.get(k) is not None and k in stats["keys"]
-        ]
-        values[i][:, present] = Bootstrap.aligned(stats, keys)[:, present]
-        out[i]["intervals"] = stats["intervals"]
-    _, bounds = rank_intervals(values, definition.metrics)
+        per_entry.append(prepared.codes[:, :reps])
+        out[i]["intervals"] = prepared.intervals
+    codes = np.stack(per_entry, axis=1)  # ranked metrics x entries x replicates
+    _, bounds = rank_intervals_of_codes(codes)
     groups = tie_groups(order, bounds)
     for n, i in enumerate(order):
         if "intervals" in out[i]:
@@ -261,10 +350,10 @@ def _rank_uncertainty(
     return out
 
 
-def _why_not(stats: dict[str, Any] | None, reported: bool) -> str:
+def _why_not(prepared: _Replicates | None, reported: bool) -> str:
     if reported:
         return "no interval: reported numbers come without per-item results"
-    if stats is None:
+    if prepared is None or not prepared.stored:
         return "no interval: scored without a bootstrap (before intervals existed, or with none)"
     return "no interval: bootstrapped with other settings than the rest of the board"
 

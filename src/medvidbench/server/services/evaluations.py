@@ -23,10 +23,15 @@ from medvidbench.server.store.models import Evaluation, Submission, SubmissionEv
 
 
 def current_evaluations(
-    session: Any, submission_ids: list[int], definition: Benchmark, profile: str | None = None
+    session: Any,
+    submission_ids: list[int],
+    definition: Benchmark,
+    profile: str | None = None,
+    with_statistics: bool = True,
 ) -> dict[int, Any]:
     """For many submissions at once: the evaluation a board shows for each (current scorer,
-    judged if available, newest), as rows of the columns a board needs."""
+    judged if available, newest), as rows of the columns a board needs; without the stored
+    bootstrap when ``with_statistics`` is false (boards keep theirs decoded)."""
     best: dict[int, Any] = {}
     for start in range(0, len(submission_ids), 500):
         rows = session.execute(
@@ -38,7 +43,8 @@ def current_evaluations(
                 Evaluation.judge,
                 Evaluation.profile,
                 Evaluation.scorer_version,
-                Evaluation.statistics,
+                Evaluation.created_at,
+                *([Evaluation.statistics] if with_statistics else []),
             ).where(
                 Evaluation.submission_id.in_(submission_ids[start : start + 500]),
                 Evaluation.profile == (profile or definition.default_profile),
