@@ -50,6 +50,7 @@ SMOKE: dict[str, list[str]] = {
     ],
     "bench_server.py": ["--entries", "30", "--repeat", "2", "--samples", "300"],
     "bench_statistics.py": ["--entries", "5", "--runs", "1"],
+    "bench_stored_files.py": ["--mb", "1", "--rounds", "1"],
     "bench_upload.py": ["--mb", "1"],
     "bench_web.py": ["--entries", "30", "--repeat", "2"],
 }

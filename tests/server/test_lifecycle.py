@@ -16,7 +16,6 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.library import evaluate
-from medvidbench.server import checkpoints
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.entries import add_reported, promote, remove_entry
@@ -34,7 +33,7 @@ def test_full_lifecycle_upload_to_ranked_entry(
     sub = submit(runtime, alice, data, "StrongNet", model_url="https://example.org/strong")
     done = get_submission(runtime, sub.id, alice)
     assert done.status == "scored" and done.verdict == "valid" and done.attempts == 1
-    assert runtime.submission_path(sub.id).exists()
+    assert runtime.files.exists("submission", sub.id)  # the folder, or the database
     expected = evaluate(data, runtime.ground_truth(done_sha(runtime))).metrics
     (row,) = board_rows(runtime, "community")
     assert row.rank == 1 and row.model_name == "StrongNet" and row.team == "Team A"
@@ -60,7 +59,7 @@ def test_invalid_file_is_rejected_with_every_problem_and_nothing_stored(
         sub = session.scalar(select(Submission).where(Submission.model_name == "Broken"))
         assert sub is not None and sub.status == "rejected" and not sub.stored
         assert "expected field 'prediction' to be a string" in (sub.error or "")
-    assert not runtime.submission_path(sub.id).exists()
+    assert not runtime.files.exists("submission", sub.id)
     assert board_rows(runtime, "community") == []
 
 
@@ -138,7 +137,7 @@ def test_delete_removes_file_and_entries(
 ) -> None:
     sub = submit(runtime, alice, synthetic["strong"].read_bytes(), "Gone")
     delete_submission(runtime, admin, sub.id)
-    assert not runtime.submission_path(sub.id).exists()
+    assert not runtime.files.exists("submission", sub.id)
     assert board_rows(runtime, "community") == []
     submit(runtime, alice, synthetic["strong"].read_bytes(), "Gone")  # name and file are free
 
@@ -196,8 +195,8 @@ def test_failures_are_retried_then_shown_with_the_reason(
 ) -> None:
     runtime.queue = HeldQueue()
     sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Fragile")
-    runtime.submission_path(sub.id).unlink()
-    checkpoints.matched_path(runtime.submission_path(sub.id)).unlink()  # what its check kept
+    runtime.files.delete("submission", sub.id)
+    runtime.files.delete("matched", sub.id)  # what its check kept
     outcomes = [run_step(runtime, sub.id, "score", f"w{i}") for i in range(3)]
     assert outcomes == ["retry", "retry", "failed"]
     failed = get_submission(runtime, sub.id, alice)

@@ -42,6 +42,22 @@ def db_upgrade(data_dir: DataDir = None) -> None:
         print(f"the schema is already at revision {after}")
 
 
+@db_app.command("move-files-into-database")
+@friendly
+def db_move_files(data_dir: DataDir = None) -> None:
+    """Move stored files (uploads, kept step files, test sets) from the data folder into the
+    database, for a server whose files are stored there (MEDVIDBENCH_FILE_STORE)."""
+    rt = runtime(data_dir)
+    move = getattr(rt.files, "move_folder_into_database", None)
+    if move is None:
+        raise UsageError(
+            "this server keeps its files in the data folder (the embedded database, or "
+            "MEDVIDBENCH_FILE_STORE=folder); nothing to move"
+        )
+    moved = move()
+    print(", ".join(f"{kind}: {n:,}" for kind, n in moved.items()) + " moved into the database")
+
+
 @users_app.command("create")
 @friendly
 def users_create(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -37,6 +37,14 @@ class Settings(BaseSettings):
         None,
         description="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db; default: "
         "a SQLite file in the data folder.",
+    )
+    file_store: Literal["auto", "folder", "database"] = Field(
+        "auto",
+        description="Where uploads, the files kept between a submission's steps and test sets "
+        "are stored: folder (the data folder), database (the stored_files table, compressed; "
+        "workers on other machines then need no shared folder), or auto: database with "
+        "MEDVIDBENCH_DATABASE_URL set to a server database such as PostgreSQL, folder with "
+        "the embedded SQLite one.",
     )
     queue_url: str | None = Field(
         None,

@@ -9,17 +9,17 @@
   them with it, instead of scoring everything again.
 
 Both are MessagePack (msgspec, decoded into their declared types: nothing in them can run code),
-gzip-compressed at a low level (they are written on the way of a submission). A file that is
-missing, unreadable or made for another test set, profile or scorer version is ignored and the
-work done again from the upload, as it was before these files existed.
+gzip-compressed at a low level (they are written on the way of a submission), and kept where the
+runtime keeps stored files (:mod:`medvidbench.server.store.files`: the data folder, or the
+database, so that a worker on another machine finds them). A file that is missing, unreadable or
+made for another test set, profile or scorer version is ignored and the work done again from the
+upload, as it was before these files existed.
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
-import os
-import threading
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,10 +29,10 @@ import msgspec
 from medvidbench.core.evaluation import Scored
 from medvidbench.core.scoring import TaskResult
 from medvidbench.core.submission import MatchedSubmission
+from medvidbench.server.store.files import FolderFiles, Kind, write_gzip
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-_LEVEL = 1  # fast: a 6,245-record submission compresses in a few milliseconds
 
 
 @dataclass(slots=True)
@@ -51,40 +51,37 @@ class ScoredStage:
 
 
 def matched_path(upload: Path) -> Path:
-    """Where the matched submission of the upload stored at ``upload`` is kept."""
+    """Where the folder store keeps the matched submission of the upload at ``upload``."""
     return upload.with_name(upload.name.split(".", 1)[0] + ".matched.msgpack.gz")
 
 
 def scored_path(upload: Path) -> Path:
-    """Where the rule-based stage of the upload stored at ``upload`` is kept."""
+    """Where the folder store keeps the rule-based stage of the upload at ``upload``."""
     return upload.with_name(upload.name.split(".", 1)[0] + ".scored.msgpack.gz")
 
 
 def write_matched(path: Path, matched: MatchedSubmission) -> None:
-    """Keep a matched submission at ``path`` (a new private file, such as one under
-    ``incoming/``, renamed into place once its submission exists)."""
-    _write(path, msgspec.msgpack.encode(matched))
+    """Keep a matched submission at ``path`` (a new private file under ``incoming/``, put in
+    place by the store once its submission exists)."""
+    write_gzip(path, [msgspec.msgpack.encode(matched)])
 
 
-def read_matched(upload: Path) -> MatchedSubmission | None:
-    """The matched submission kept for ``upload`` (None: none kept, or unreadable)."""
-    return _read(matched_path(upload), MatchedSubmission)
+def read_matched(files: FolderFiles, submission_id: int) -> MatchedSubmission | None:
+    """The matched submission kept for a submission (None: none kept, or unreadable)."""
+    return _read(files, "matched", submission_id, MatchedSubmission)
 
 
-def write_scored(upload: Path, stage: ScoredStage) -> None:
-    """Keep the rule-based stage of the submission stored at ``upload``."""
-    path = scored_path(upload)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    _write(tmp, msgspec.msgpack.encode(stage))
-    os.replace(tmp, path)  # a reader never sees half a file
+def write_scored(files: FolderFiles, submission_id: int, stage: ScoredStage) -> None:
+    """Keep the rule-based stage of a submission (a reader never sees half of it)."""
+    files.write("scored", submission_id, msgspec.msgpack.encode(stage))
 
 
 def read_scored(
-    upload: Path, test_set: str, profile: str, scorer_version: str
+    files: FolderFiles, submission_id: int, test_set: str, profile: str, scorer_version: str
 ) -> ScoredStage | None:
-    """The rule-based stage kept for ``upload``, if it was made for this test set, profile and
-    scorer version."""
-    stage = _read(scored_path(upload), ScoredStage)
+    """The rule-based stage kept for a submission, if it was made for this test set, profile
+    and scorer version."""
+    stage = _read(files, "scored", submission_id, ScoredStage)
     if stage is None or (stage.test_set, stage.profile, stage.scorer_version) != (
         test_set,
         profile,
@@ -94,28 +91,16 @@ def read_scored(
     return stage
 
 
-def discard(upload: Path) -> None:
-    """Remove what was kept beside ``upload`` (the submission is deleted)."""
-    matched_path(upload).unlink(missing_ok=True)
-    scored_path(upload).unlink(missing_ok=True)
+def discard(files: FolderFiles, submission_id: int) -> None:
+    """Remove what was kept for a submission (it is deleted)."""
+    files.delete("matched", submission_id)
+    files.delete("scored", submission_id)
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Compress ``data`` into ``path``, a file only its owner can read."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with (
-        os.fdopen(fd, "wb") as raw,
-        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=_LEVEL) as out,
-    ):
-        out.write(data)
-
-
-def _read(path: Path, kind: type[_T]) -> _T | None:
+def _read(files: FolderFiles, kind: Kind, submission_id: int, into: type[_T]) -> _T | None:
     try:
-        with gzip.open(path, "rb") as fh:
-            return msgspec.msgpack.decode(fh.read(), type=kind)
-    except FileNotFoundError:
-        return None
-    except (OSError, EOFError, msgspec.DecodeError) as exc:  # damaged: do the work again
-        log.warning("ignoring %s: %s", path.name, exc)
+        data = files.read(kind, submission_id)
+        return None if data is None else msgspec.msgpack.decode(data, type=into)
+    except (OSError, EOFError, zlib.error, msgspec.DecodeError) as exc:  # damaged: do it again
+        log.warning("ignoring the %s file of submission %s: %s", kind, submission_id, exc)
         return None

@@ -1,8 +1,10 @@
 """The running server's shared resources: settings, database, stored files, test sets.
 
 One :class:`Runtime` per process (web server or worker), created explicitly; nothing here
-happens at import time. Stored files are named by database ids and hashes, never by user input.
-The data folder holds the hidden test set, the database and every upload, so it and everything
+happens at import time. Stored files are named by database ids and hashes, never by user input,
+and kept in the data folder or in the database (:mod:`medvidbench.server.store.files`,
+``MEDVIDBENCH_FILE_STORE``). The data folder holds the embedded database, uploads as they
+arrive and (with the folder store) the hidden test set and every upload, so it and everything
 in it is the owner's alone: folders 0700, files 0600, whatever the process umask.
 """
 
@@ -34,10 +36,16 @@ from medvidbench.server.store.db import (
     make_sessions,
     upgrade,
 )
+from medvidbench.server.store.files import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    DatabaseFiles,
+    FolderFiles,
+    private_dir,
+)
 from medvidbench.server.upload_check import UploadChecker
 
-PRIVATE_DIR = 0o700
-PRIVATE_FILE = 0o600
+__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "Queue", "Runtime", "private_dir", "storing"]
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 DISK_FULL_RETRY = 600
 
@@ -59,13 +67,6 @@ def storing(path: Path) -> Iterator[None]:
                 status=507,
             ) from None
         raise
-
-
-def private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) if needed, and make it the owner's alone."""
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
-    if path.stat().st_mode & 0o777 != PRIVATE_DIR:
-        path.chmod(PRIVATE_DIR)
 
 
 def private_file(path: Path) -> None:
@@ -198,18 +199,31 @@ class Runtime:
 
     # --- files ------------------------------------------------------------------------------
 
+    @cached_property
+    def files(self) -> FolderFiles:
+        """Where uploads, the files kept between steps and test sets are stored: the data
+        folder, or the database (``MEDVIDBENCH_FILE_STORE``; auto: the database when it is a
+        server database, not the embedded SQLite file)."""
+        store = self.settings.file_store
+        if store == "auto":
+            url = database_url(self.data_dir, self.settings.database_url)
+            store = "folder" if url.startswith("sqlite") else "database"
+        if store == "database":
+            return DatabaseFiles(self.data_dir, self.sessions)
+        return FolderFiles(self.data_dir)
+
     def _path(self, folder: str, name: str) -> Path:
         directory = self.data_dir / folder
         private_dir(directory)
         return directory / name
 
     def submission_path(self, submission_id: int) -> Path:
-        return self._path("submissions", f"{int(submission_id):08d}.json.gz")
+        """Where the folder store keeps a submission's upload."""
+        return self.files.path("submission", submission_id)
 
     def benchmark_path(self, sha256: str) -> Path:
-        if len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
-            raise ValueError("not a sha256 digest")
-        return self._path("benchmarks", f"{sha256}.json.gz")
+        """Where the folder store keeps a test set."""
+        return self.files.path("test-set", sha256)
 
     def incoming_path(self) -> Path:
         """A new, empty private file under ``incoming/`` for an upload as it arrives."""
@@ -219,8 +233,8 @@ class Runtime:
 
     def stage(self, source: bytes | Path) -> Path:
         """Compress an upload (its bytes, or a file of them, read in chunks) into a new private
-        file under ``incoming/``, to be renamed into place (:meth:`Path.replace`) once its
-        database row exists."""
+        file under ``incoming/`` (this machine's disk), to be put in place by the store
+        (``files.place``) inside the transaction that creates its row."""
         path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
         with storing(path):
             if isinstance(source, bytes):
@@ -230,26 +244,27 @@ class Runtime:
                     _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
         return path
 
-    @staticmethod
-    def write_atomically(path: Path, data: bytes) -> None:
-        """Write compressed bytes so that a reader never sees a half-written file."""
-        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
-        _write_gzip(tmp, [data])
-        os.replace(tmp, path)
+    def read_upload(self, submission_id: int) -> bytes:
+        """A stored submission's file, decompressed."""
+        data = self.files.read("submission", submission_id)
+        if data is None:
+            raise NotFoundError(f"the stored file of submission {submission_id} is missing")
+        return data
 
-    @staticmethod
-    def read(path: Path) -> bytes:
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            raise NotFoundError(f"stored file {path.name} is missing") from None
+    def test_set_file(self, sha256: str) -> Path:
+        """A compressed copy of a stored test set on this machine's disk (for the child process
+        that checks large uploads)."""
+        path = self.files.local("test-set", sha256)
+        if path is None:
+            raise NotFoundError(f"stored test set {sha256[:12]} is missing")
+        return path
 
     def ground_truth(self, sha256: str, slug: str | None = None) -> Any:
         """A stored test set, loaded once per process."""
         with self._gt_lock:
             if sha256 not in self._gt_cache:
-                self._gt_cache[sha256] = self.definition(slug).load_ground_truth(
-                    self.read(self.benchmark_path(sha256))
-                )
+                data = self.files.read("test-set", sha256)
+                if data is None:
+                    raise NotFoundError(f"stored test set {sha256[:12]} is missing")
+                self._gt_cache[sha256] = self.definition(slug).load_ground_truth(data)
             return self._gt_cache[sha256]

@@ -77,10 +77,11 @@ def load_benchmark(
     definition = runtime.definition(slug)
     data = read_bytes(path, runtime.settings.max_submission_bytes)
     gt = definition.load_ground_truth(data)
+    if not runtime.files.exists("test-set", gt.sha256):  # content-addressed: stored once
+        runtime.files.write("test-set", gt.sha256, data)
     with transaction(runtime.sessions) as session:
         bench = session.scalar(select(TestSet).where(TestSet.gt_sha256 == gt.sha256))
         if bench is None:
-            runtime.write_atomically(runtime.benchmark_path(gt.sha256), data)
             bench = TestSet(
                 slug=definition.slug,
                 name=(name or definition.title)[:80],

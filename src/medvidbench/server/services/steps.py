@@ -128,10 +128,9 @@ def _report(
         file_sha256 = sub.file_sha256
     gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
     definition = runtime.definition(bench.slug)
-    upload = runtime.submission_path(submission_id)
-    matched = checkpoints.read_matched(upload)
+    matched = checkpoints.read_matched(runtime.files, submission_id)
     if matched is None or matched.report.sha256 != file_sha256:
-        matched = definition.validate_submission(runtime.read(upload), gt)
+        matched = definition.validate_submission(runtime.read_upload(submission_id), gt)
     planned = plan(definition, matched, gt, profile)
     options = Options(
         bootstrap=runtime.settings.bootstrap_replicates or None,
@@ -140,7 +139,7 @@ def _report(
     stage = None
     if judge is not None:
         stage = checkpoints.read_scored(
-            upload, gt.sha256, planned.rules.name, definition.scorer_version
+            runtime.files, submission_id, gt.sha256, planned.rules.name, definition.scorer_version
         )
     scored = stage.scored() if stage is not None else score(planned)
     judged = judge_plan(planned, judge) if judge is not None else None
@@ -155,7 +154,7 @@ def _report(
             scored.per_task,
             report.statistics,
         )
-        checkpoints.write_scored(upload, stage)
+        checkpoints.write_scored(runtime.files, submission_id, stage)
     keep = item_results.wanted(definition)
     items = item_results.item_rows(definition, matched, scored.results) if keep else None
     return Scoring(report, items, bool(planned.judged))

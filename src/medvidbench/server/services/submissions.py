@@ -249,7 +249,7 @@ def accept(
             definition,
             data,
             gt,
-            runtime.benchmark_path(bench.gt_sha256),
+            runtime.test_set_file(bench.gt_sha256),
             bench.gt_sha256,
             filename,
             keep=kept,
@@ -302,8 +302,10 @@ def accept(
                 f"invalid: {len(report.errors):,} problem(s); the first: {reason[:600]}",
             )
         raise InvalidSubmissionError(report.errors, filename)
-    # Compressed and written before the transaction, which then only renames it: the database
-    # (SQLite's single writer) is never held while a large file is written.
+    # Compressed and written before the transaction, which then only puts it in place (renames
+    # it in the folder store; inserts its compressed parts in the database store, in the same
+    # transaction as its row): the embedded database (SQLite's single writer) is never held
+    # while a large file is compressed.
     try:
         staged = runtime.stage(data)
     except BaseException:
@@ -325,9 +327,9 @@ def accept(
             )
             session.add(sub)
             session.flush()
-            stored = runtime.submission_path(sub.id)
-            staged.replace(stored)
-            kept.replace(checkpoints.matched_path(stored))
+            runtime.files.place(session, "submission", sub.id, staged)
+            if kept.stat().st_size:
+                runtime.files.place(session, "matched", sub.id, kept)
             sub.stored = True
             events.record(session, sub.id, "received", _received(report, size))
             events.record(session, sub.id, "validated", _validated(report))
@@ -458,8 +460,8 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         sub.status, sub.stored = Status.DELETED, False
         board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
-    runtime.submission_path(submission_id).unlink(missing_ok=True)
-    checkpoints.discard(runtime.submission_path(submission_id))
+    runtime.files.delete("submission", submission_id)
+    checkpoints.discard(runtime.files, submission_id)
 
 
 def submission_view(

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -295,3 +296,17 @@ class AuditLog(Base):
     action: Mapped[str] = mapped_column(String(40))
     target: Mapped[str] = mapped_column(String(80), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class StoredFile(Base):
+    """A stored file's gzip-compressed bytes, in parts (uploads, the files kept between a
+    submission's steps, test sets), when files live in the database
+    (:mod:`medvidbench.server.store.files`): ``kind`` is submission, matched, scored or
+    test-set; ``name`` the zero-padded submission id or the test set's sha256."""
+
+    __tablename__ = "stored_files"
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
