@@ -109,14 +109,16 @@ def worker(
     data_dir: DataDir = None,
 ) -> None:
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
-    import logging
+    from medvidbench.server.metrics import prepare_multiprocess_dir
 
-    from medvidbench.server.jobs import run_worker
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
+    from medvidbench.server.jobs import run_worker
+    from medvidbench.server.logs import configure_logging
+    from medvidbench.server.services.submissions import benchmark_of
 
     rt = runtime(data_dir)
+    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
     err.print(judge_state(rt.settings).describe(), highlight=False)
     _warm_up_in_background(rt)
     run_worker(rt, workers)
@@ -222,15 +224,21 @@ def serve(
     """Run the whole leaderboard in one process: pages, REST API and the job consumer."""
     import uvicorn
 
+    from medvidbench.server.metrics import prepare_multiprocess_dir
+
+    prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.server.logs import configure_logging
     from medvidbench.server.services.accounts import has_admin
     from medvidbench.server.services.catalogue import seed_test_sets
+    from medvidbench.server.services.submissions import benchmark_of
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
     judge = judge_state(rt.settings)  # misconfigured: stop here
+    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
     admin_made = has_admin(rt)
     if host not in LOOPBACK:
         key = rt.settings.secret_key
@@ -269,7 +277,8 @@ def serve(
     try:
         # Behind a reverse proxy on this machine, X-Forwarded-Proto makes the request https
         # (and so the session cookie Secure).
-        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True)
+        # uvicorn's own lines go through our handler (text or JSON) instead of its own.
+        config = uvicorn.Config(app_, log_level="warning", proxy_headers=True, log_config=None)
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         if consumer is not None:

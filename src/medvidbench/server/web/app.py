@@ -15,11 +15,17 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from medvidbench import __version__
 from medvidbench.core.errors import MedVidBenchError, NotFoundError
+from medvidbench.server.metrics import exposition, scrape_allowed
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
 from medvidbench.server.web import deps
 from medvidbench.server.web.limits import BodyLimit, LoginThrottle, SlowWork
-from medvidbench.server.web.middleware import SecurityHeaders, UploadGate, is_upload
+from medvidbench.server.web.middleware import (
+    RequestTimer,
+    SecurityHeaders,
+    UploadGate,
+    is_upload,
+)
 from medvidbench.server.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
@@ -73,6 +79,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         is_upload=is_upload,
     )
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestTimer)  # outermost: every answer is timed, refusals included
 
     @app.exception_handler(MedVidBenchError)
     async def on_error(request: Request, exc: MedVidBenchError) -> Response:
@@ -113,6 +120,27 @@ def create_app(runtime: Runtime) -> FastAPI:
         return FileResponse(
             bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
         )
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(request: Request) -> Response:
+        # Not public: a bearer token or an allowed address (MEDVIDBENCH_METRICS_*); not found
+        # at all when neither is configured.
+        allowed = scrape_allowed(
+            runtime,
+            request.client.host if request.client else None,
+            request.headers.get("authorization"),
+        )
+        if allowed is None:
+            raise NotFoundError("no page /metrics")
+        if not allowed:
+            return Response(
+                "metrics need a bearer token or an allowed address\n",
+                status_code=401,
+                media_type="text/plain",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
+        body, content_type = exposition(runtime)
+        return Response(body, media_type=content_type)
 
     @app.get("/api/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:
