@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import getpass
 import json
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -119,7 +120,7 @@ def worker(
 
     rt = runtime(data_dir)
     configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
-    err.print(judge_state(rt.settings).describe(), highlight=False)
+    _say(rt, judge_state(rt.settings).describe(), highlight=False)
     _warm_up_in_background(rt)
     run_worker(rt, workers)
 
@@ -158,6 +159,15 @@ def export(
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _say(rt: Runtime, text: str, **style: object) -> None:
+    """A startup line of serve or worker: on standard error, or as a JSON log line when the
+    logs are JSON (every line of the stream is then one object)."""
+    if rt.settings.log_format == "json":
+        logging.getLogger("medvidbench.cli").info(text)
+    else:
+        err.print(text, **style)  # type: ignore[arg-type]
 
 
 def _warm_up_in_background(rt: Runtime, pages: bool = False) -> None:
@@ -254,22 +264,25 @@ def serve(
     app_ = create_app(rt)
     _warm_up_in_background(rt, pages=True)
     where = rt.data_dir
-    err.print(f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
+    _say(rt, f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
     for bench in hosted:
-        err.print(
+        _say(
+            rt,
             f"  {bench.name}: http://{host}:{port}/b/{bench.slug}/  ({bench.sample_count:,} "
             f"samples{', synthetic demo data' if bench.is_demo else ''})",
             highlight=False,
         )
         if bench.is_demo:
-            err.print(
+            _say(
+                rt,
                 f"  example prediction files to submit: {where / 'demo' / bench.slug}",
                 highlight=False,
                 soft_wrap=True,
             )
-    err.print(judge.describe(), highlight=False)
+    _say(rt, judge.describe(), highlight=False)
     if not admin_made:
-        err.print(
+        _say(
+            rt,
             "no admin account yet: create one with 'medvidbench users create NAME "
             f"--admin --data-dir {where}'",
             highlight=False,
