@@ -116,7 +116,7 @@ def test_a_damaged_or_foreign_archive_is_refused(
     data = bytearray(archive.read_bytes())
     data[len(data) // 2] ^= 0xFF
     damaged.write_bytes(bytes(data))
-    with pytest.raises(UsageError, match="cannot be read as a backup|is damaged"):
+    with pytest.raises(UsageError, match=r"cannot be read as a backup|is damaged"):
         restore(target, damaged)
     stranger = tmp_path / "stranger.tar.gz"
     import tarfile
