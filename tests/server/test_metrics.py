@@ -147,3 +147,52 @@ def test_a_wrong_allowed_network_stops_the_start() -> None:
 
     with pytest.raises(UsageError, match=r"MEDVIDBENCH_METRICS_ALLOW: .*'10\.0\.0\.0/33'"):
         load_settings(metrics_allow="10.0.0.0/33")
+
+
+def test_a_worker_process_jobs_show_on_the_web_scrape(tmp_path: Path) -> None:
+    """Two processes (serve running no jobs, and a worker) share PROMETHEUS_MULTIPROC_DIR: the
+    web's scrape adds the worker's job metrics to its own HTTP ones."""
+    import os
+    import signal
+    import time
+
+    import httpx
+
+    from medvidbench.core.config import Settings
+    from medvidbench.server.jobs import attach_queue
+    from medvidbench.server.runtime import Runtime
+    from tests.server.conftest import scored_count, start_worker
+    from tests.web.live import live_server
+
+    shared = {
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),  # made by serve and worker
+        "MEDVIDBENCH_METRICS_TOKEN": TOKEN,
+        "MEDVIDBENCH_JUDGE_ENABLED": "false",
+        "MEDVIDBENCH_BENCHMARKS": "medvidbench",
+    }
+    data = tmp_path / "data"
+    with live_server(data, env=shared, args=("--workers", "0")) as live:
+        runtime = Runtime(Settings(data_dir=data, benchmarks="medvidbench"))  # type: ignore[call-arg]
+        attach_queue(runtime)  # the SQLite queue of that data folder
+        demo = data / "demo" / "medvidbench" / "predictions_weak.json"
+        submit(runtime, make_user(runtime), demo.read_bytes(), "Two processes")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEDVIDBENCH_"))}
+        worker = start_worker(data, {**env, **shared})
+        try:
+            deadline = time.monotonic() + 120
+            while scored_count(runtime) < 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.3)  # the job's duration is observed after its commit
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        answer = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        runtime.engine.dispose()
+    assert answer.status_code == 200, answer.text
+    found = samples(answer.text)
+    key = {"job": "score", "benchmark": "medvidbench", "outcome": "done"}
+    assert value(found, "medvidbench_job_duration_seconds_count", **key) == 1  # the worker's
+    health = {"method": "GET", "route": "/api/v1/health", "status": "2xx"}
+    assert value(found, "medvidbench_http_request_duration_seconds_count", **health) >= 1
+    assert value(found, "medvidbench_submissions", benchmark="medvidbench", status="scored") == 1
+    assert list((tmp_path / "prometheus").glob("*.db"))  # the processes' value files

@@ -165,7 +165,9 @@ def _say(rt: Runtime, text: str, **style: object) -> None:
     """A startup line of serve or worker: on standard error, or as a JSON log line when the
     logs are JSON (every line of the stream is then one object)."""
     if rt.settings.log_format == "json":
-        logging.getLogger("medvidbench.cli").info(text)
+        banner = logging.getLogger("medvidbench.cli")
+        banner.setLevel(logging.INFO)  # shown whatever the level of the rest
+        banner.info(text)
     else:
         err.print(text, **style)  # type: ignore[arg-type]
 
@@ -248,7 +250,8 @@ def serve(
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
     judge = judge_state(rt.settings)  # misconfigured: stop here
-    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
+    # Warnings and errors only (a failed job, with its submission): a worker logs every job.
+    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid), level=logging.WARNING)
     admin_made = has_admin(rt)
     if host not in LOOPBACK:
         key = rt.settings.secret_key
