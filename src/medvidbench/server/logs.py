@@ -48,18 +48,22 @@ class JobFields(logging.Filter):
         super().__init__()
         self.benchmark_of = benchmark_of
         self._current = threading.local()
+        self._known: dict[int, str] = {}
 
     def _from_task(self, task: Any) -> dict[str, Any] | None:
         name = str(getattr(task, "name", ""))
         args = getattr(task, "args", None) or ()
         if name not in SUBMISSION_JOBS or not args or not isinstance(args[0], int):
             return None
-        benchmark = ""
-        if self.benchmark_of is not None:
+        benchmark = self._known.get(args[0], "")
+        if not benchmark and self.benchmark_of is not None:
             try:
                 benchmark = self.benchmark_of(args[0])
             except Exception:  # the database is down: the line still names the submission
                 benchmark = ""
+            if len(self._known) > 10_000:
+                self._known.clear()
+            self._known[args[0]] = benchmark  # a submission's benchmark never changes
         return {"job": name, "submission_id": args[0], "benchmark": benchmark, "id": task.id}
 
     def _fields(self, record: logging.LogRecord) -> dict[str, Any] | None:
