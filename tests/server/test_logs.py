@@ -70,3 +70,41 @@ def test_an_unknown_log_format_stops_the_start(bad: str) -> None:
 
     with pytest.raises(UsageError, match="MEDVIDBENCH_LOG_FORMAT"):
         load_settings(log_format=bad)
+
+
+def test_a_failed_job_names_its_submission(capsys: pytest.CaptureFixture[str]) -> None:
+    """The queue's traceback line names only its task id: it gets the submission's too."""
+    import logging
+
+    from huey import MemoryHuey
+
+    from medvidbench.core.config import Settings
+    from medvidbench.server.logs import configure_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging(
+            Settings(log_format="json"),  # type: ignore[call-arg]
+            lambda sid: {41: "medsg"}[sid],
+        )
+        huey = MemoryHuey("t", immediate=False, results=False)
+
+        def broken(submission_id: int) -> None:
+            raise RuntimeError("database unreachable")
+
+        score = huey.task(name="score")(broken)
+        task = score.s(41)
+        huey.execute(task)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    records = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    failed = [r for r in records if "Unhandled exception" in r["message"]]
+    assert (
+        failed
+        and task.id in failed[0]["message"]
+        and "database unreachable" in failed[0]["traceback"]
+    )
+    for record in records:
+        assert record["submission_id"] == 41 and record["benchmark"] == "medsg", record
