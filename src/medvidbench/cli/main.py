@@ -9,7 +9,7 @@ traceback.
 
 from __future__ import annotations
 
-from medvidbench.cli import bridges, offline, rewards, server
+from medvidbench.cli import bridges, offline, operations, rewards, server
 from medvidbench.cli.app import app
 
 __all__ = ["app", "main"]
@@ -25,6 +25,8 @@ app.command()(server.rescore)
 app.command()(server.export)
 app.command()(server.serve)
 app.command("submit")(server.submit)
+app.command()(operations.backup)
+app.command()(operations.restore)
 # Command groups.
 app.add_typer(server.db_app, name="db")
 app.add_typer(server.users_app, name="users")

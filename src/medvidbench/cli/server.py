@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import getpass
 import json
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -130,17 +131,19 @@ def worker(
     data_dir: DataDir = None,
 ) -> None:
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
-    import logging
+    from medvidbench.server.metrics import prepare_multiprocess_dir
 
-    from medvidbench.server.jobs import run_worker, wait_for_database
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
+    from medvidbench.server.jobs import run_worker, wait_for_database
+    from medvidbench.server.logs import configure_logging
+    from medvidbench.server.services.submissions import benchmark_of
 
     rt = runtime(data_dir, migrate=False)  # 'medvidbench db upgrade' migrates, once
+    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
     judge = judge_state(rt.settings)  # misconfigured: stop here
     wait_for_database(rt)  # refuses a database not at this code's migration
-    err.print(judge.describe(), highlight=False)
+    _say(rt, judge.describe(), highlight=False)
     _warm_up_in_background(rt)
     run_worker(rt, workers)
 
@@ -179,6 +182,17 @@ def export(
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _say(rt: Runtime, text: str, **style: object) -> None:
+    """A startup line of serve or worker: on standard error, or as a JSON log line when the
+    logs are JSON (every line of the stream is then one object)."""
+    if rt.settings.log_format == "json":
+        banner = logging.getLogger("medvidbench.cli")
+        banner.setLevel(logging.INFO)  # shown whatever the level of the rest
+        banner.info(text)
+    else:
+        err.print(text, **style)  # type: ignore[arg-type]
 
 
 def _warm_up_in_background(rt: Runtime, pages: bool = False) -> None:
@@ -245,15 +259,22 @@ def serve(
     """Run the whole leaderboard in one process: pages, REST API and the job consumer."""
     import uvicorn
 
+    from medvidbench.server.metrics import prepare_multiprocess_dir
+
+    prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.server.logs import configure_logging
     from medvidbench.server.services.accounts import has_admin
     from medvidbench.server.services.catalogue import seed_test_sets
+    from medvidbench.server.services.submissions import benchmark_of
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started
     rt = runtime(data_dir)
     judge = judge_state(rt.settings)  # misconfigured: stop here
+    # Warnings and errors only (a failed job, with its submission): a worker logs every job.
+    configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid), level=logging.WARNING)
     admin_made = has_admin(rt)
     if host not in LOOPBACK:
         key = rt.settings.secret_key
@@ -269,22 +290,25 @@ def serve(
     app_ = create_app(rt)
     _warm_up_in_background(rt, pages=True)
     where = rt.data_dir
-    err.print(f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
+    _say(rt, f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
     for bench in hosted:
-        err.print(
+        _say(
+            rt,
             f"  {bench.name}: http://{host}:{port}/b/{bench.slug}/  ({bench.sample_count:,} "
             f"samples{', synthetic demo data' if bench.is_demo else ''})",
             highlight=False,
         )
         if bench.is_demo:
-            err.print(
+            _say(
+                rt,
                 f"  example prediction files to submit: {where / 'demo' / bench.slug}",
                 highlight=False,
                 soft_wrap=True,
             )
-    err.print(judge.describe(), highlight=False)
+    _say(rt, judge.describe(), highlight=False)
     if not admin_made:
-        err.print(
+        _say(
+            rt,
             "no admin account yet: create one with 'medvidbench users create NAME "
             f"--admin --data-dir {where}'",
             highlight=False,
@@ -293,11 +317,13 @@ def serve(
         # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, its X-Forwarded-For is
         # the visitor's address and X-Forwarded-Proto makes the request https (the session
         # cookie Secure); the app applies the same setting itself under other servers.
+        # uvicorn's own lines go through our handler (text or JSON) instead of its own.
         config = uvicorn.Config(
             app_,
             log_level="warning",
             proxy_headers=True,
             forwarded_allow_ips=rt.settings.trusted_proxies,
+            log_config=None,
         )
         uvicorn.Server(config).run(sockets=[listener])
     finally:

@@ -215,6 +215,18 @@ class Settings(BaseSettings):
                 ) from None
         return ",".join(entries)
 
+    @field_validator("metrics_allow")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        import ipaddress
+
+        for net in (a.strip() for a in value.split(",") if a.strip()):
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(f"{net!r} is not an address or a network (CIDR)") from None
+        return value
+
     @field_validator("secret_key")
     @classmethod
     def _strong_secret(cls, value: SecretStr | None) -> SecretStr | None:
@@ -224,6 +236,19 @@ class Settings(BaseSettings):
 
     judge_price_output_per_mtok: float | None = Field(
         None, ge=0, description="USD per million output tokens, for the cost estimate."
+    )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="Bearer token a Prometheus scrape of /metrics must send; with neither "
+        "this nor metrics_allow set, /metrics answers 404.",
+    )
+    metrics_allow: str = Field(
+        "",
+        description="Comma-separated addresses or networks (CIDR) that may scrape /metrics "
+        "without the token.",
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines of serve and worker: text, or one JSON object a line."
     )
 
 

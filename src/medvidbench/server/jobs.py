@@ -17,10 +17,13 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import QueueUnavailableError, UsageError
+from medvidbench.server.logs import job_context
+from medvidbench.server.metrics import instruments
 from medvidbench.server.outages import Outages, describe, is_queue_outage
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import lost_rescores, rescore
@@ -116,6 +119,7 @@ class Jobs:
         from huey import crontab
 
         self.runtime, self.huey = runtime, huey
+        self._slugs: dict[int, str] = {}
         self.score = huey.task(name="score")(self._score)
         self.judge = huey.task(name="judge")(self._judge)
         self.rescore = huey.task(name="rescore")(self._rescore)
@@ -154,13 +158,59 @@ class Jobs:
                 f"the job queue cannot be reached ({describe(exc)})"
             ) from exc
 
+    def depth(self) -> dict[str, int]:
+        """Jobs waiting: ``pending`` (ready to run) and ``scheduled`` (retries, later)."""
+        return {
+            "pending": int(self.huey.pending_count()),
+            "scheduled": int(self.huey.scheduled_count()),
+        }
+
     def _retry(self, task: Any, submission_id: int, outcome: str) -> None:
         """Schedule the next attempt of a step that failed, later after every failure."""
         if outcome == "retry":
             delay = retry_delay(step_attempts(self.runtime, submission_id))
             task.schedule((submission_id,), delay=delay)
 
+    @contextlib.contextmanager
+    def _observed(self, job: str, submission_id: int) -> Iterator[dict[str, str]]:
+        """Run a job with its log lines naming the submission and its benchmark, and its
+        duration observed by outcome (``error`` when it raised)."""
+        try:
+            slug = self.benchmark_of(submission_id)
+        except Exception:  # gone, or the database is down: the step itself says which
+            slug = ""
+        result = {"outcome": "error"}
+        started = time.perf_counter()
+        with job_context(job, submission_id, slug):
+            log.info("%s step of submission %s started", job, submission_id)
+            try:
+                yield result
+            finally:
+                seconds = time.perf_counter() - started
+                instruments().job_seconds.labels(job, slug, result["outcome"]).observe(seconds)
+                log.info(
+                    "%s step of submission %s: %s in %.2f s",
+                    job,
+                    submission_id,
+                    result["outcome"],
+                    seconds,
+                )
+
+    def benchmark_of(self, submission_id: int) -> str:
+        """The slug of a submission's benchmark (it never changes: remembered)."""
+        slug = self._slugs.get(submission_id)
+        if slug is None:
+            slug = self._slugs[submission_id] = benchmark_of(self.runtime, submission_id)
+            if len(self._slugs) > 10_000:
+                self._slugs.clear()
+        return slug
+
     def _score(self, submission_id: int, infra_attempt: int = 0) -> str:
+        with self._observed("score", submission_id) as result:
+            result["outcome"] = self._score_step(submission_id, infra_attempt)
+            return result["outcome"]
+
+    def _score_step(self, submission_id: int, infra_attempt: int) -> str:
         try:
             outcome = run_step(self.runtime, submission_id, "score", worker_id())
             self.huey.outages.database.recovered()
@@ -181,6 +231,11 @@ class Jobs:
         return outcome
 
     def _judge(self, submission_id: int, infra_attempt: int = 0) -> str:
+        with self._observed("judge", submission_id) as result:
+            result["outcome"] = self._judge_step(submission_id, infra_attempt)
+            return result["outcome"]
+
+    def _judge_step(self, submission_id: int, infra_attempt: int) -> str:
         from medvidbench.core.judge.client import Judge, JudgeConfig
         from medvidbench.server.store.judge_cache import DatabaseJudgeCache
 
@@ -192,9 +247,16 @@ class Jobs:
         except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
             log.error("judge job for submission %s not run: %s", submission_id, exc.message)
             return "misconfigured"
+        metrics = instruments()
         try:
-            judge = Judge(config, DatabaseJudgeCache(self.runtime.sessions))
-            outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
+            judge = Judge(
+                config, DatabaseJudgeCache(self.runtime.sessions), observer=metrics.judge_observer
+            )
+            try:
+                outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
+            finally:
+                metrics.judge_cache_hits.inc(judge.stats.cache_hits)
+                metrics.judge_failures.inc(judge.stats.failures)
             self.huey.outages.database.recovered()
         except Exception as exc:
             self._later(
@@ -221,7 +283,10 @@ class Jobs:
             task.schedule((submission_id, infra_attempt + 1), delay=delay)
 
     def _rescore(self, submission_id: int, profile: str) -> bool:
-        return rescore(self.runtime, submission_id, profile)
+        with self._observed("rescore", submission_id) as result:
+            added = rescore(self.runtime, submission_id, profile)
+            result["outcome"] = "done" if added else "skipped"
+            return added
 
     def _reap(self) -> int:
         try:

@@ -151,8 +151,17 @@ def _retry_after(exc: BaseException) -> float | None:
 class Judge:
     """Judges pairs with an OpenAI-compatible endpoint, through a cache."""
 
-    def __init__(self, config: JudgeConfig, cache: JudgeCache) -> None:
+    def __init__(
+        self,
+        config: JudgeConfig,
+        cache: JudgeCache,
+        observer: Callable[[float, str], None] | None = None,
+    ) -> None:
+        """A judge over ``cache``; ``observer`` (when given) is told each request's seconds
+        and outcome (``ok``, ``error``, ``rate_limited``) as it is answered (the server's
+        metrics)."""
         self.config, self.cache = config, cache
+        self.observer = observer
         self.stats = JudgeStats()
         # The SDK takes ~0.4 s to import. A Judge exists only where judging was asked for, so
         # pay it here, before the evaluation starts, not while its first request waits.
@@ -257,6 +266,7 @@ class Judge:
             sent = time.monotonic()
             if self.stats.first_sent is None:
                 self.stats.first_sent = sent
+            outcome = "error"
             try:
                 response = await client.chat.completions.create(
                     model=self.config.model,
@@ -269,8 +279,10 @@ class Judge:
                     ],
                     **extra,
                 )
+                outcome = "ok"
             except openai.RateLimitError:
                 self.stats.rate_limited += 1
+                outcome = "rate_limited"
                 raise
             except (
                 openai.AuthenticationError,
@@ -283,6 +295,8 @@ class Judge:
                 answered = time.monotonic()
                 self.stats.in_flight_seconds += answered - sent
                 self.stats.last_answered = answered
+                if self.observer is not None:
+                    self.observer(answered - sent, outcome)
         text = response.choices[0].message.content or "" if response.choices else ""
         usage = response.usage
         self.stats.tokens_in += getattr(usage, "prompt_tokens", 0) or 0

@@ -16,11 +16,17 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from medvidbench import __version__
 from medvidbench.core.errors import MedVidBenchError, NotFoundError
+from medvidbench.server.metrics import exposition, scrape_allowed
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
 from medvidbench.server.web import deps
 from medvidbench.server.web.limits import BodyLimit, LoginThrottle, SlowWork
-from medvidbench.server.web.middleware import SecurityHeaders, UploadGate, is_upload
+from medvidbench.server.web.middleware import (
+    RequestTimer,
+    SecurityHeaders,
+    UploadGate,
+    is_upload,
+)
 from medvidbench.server.web.render import templates
 
 STATIC = Path(__file__).parent / "static"
@@ -74,6 +80,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         is_upload=is_upload,
     )
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestTimer)  # every answer is timed, refusals included
     # Outermost: the visitor's address and scheme from X-Forwarded-* sent by a trusted proxy
     # (MEDVIDBENCH_TRUSTED_PROXIES), under any ASGI server. uvicorn's own middleware, which
     # `medvidbench serve` configures with the same setting, has rewritten the scope already;
@@ -119,6 +126,27 @@ def create_app(runtime: Runtime) -> FastAPI:
         return FileResponse(
             bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
         )
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(request: Request) -> Response:
+        # Not public: a bearer token or an allowed address (MEDVIDBENCH_METRICS_*); not found
+        # at all when neither is configured.
+        allowed = scrape_allowed(
+            runtime,
+            request.client.host if request.client else None,
+            request.headers.get("authorization"),
+        )
+        if allowed is None:
+            raise NotFoundError("no page /metrics")
+        if not allowed:
+            return Response(
+                "metrics need a bearer token or an allowed address\n",
+                status_code=401,
+                media_type="text/plain",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
+        body, content_type = exposition(runtime)
+        return Response(body, media_type=content_type)
 
     @app.get("/api/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:

@@ -23,7 +23,15 @@ log = logging.getLogger("medvidbench.server.web")
 
 def app() -> FastAPI:
     """A web process (no job consumer of its own), configured from the environment."""
+    import logging
+
+    from medvidbench.server.logs import configure_logging
+    from medvidbench.server.metrics import prepare_multiprocess_dir
+
+    prepare_multiprocess_dir()  # uvicorn --workers N: every process adds to the same folder
     settings = load_settings()
+    if settings.log_format == "json":  # otherwise uvicorn's own logging, as configured
+        configure_logging(settings, level=logging.WARNING)
     if settings.secret_key is None:
         raise UsageError("set MEDVIDBENCH_SECRET_KEY (32+ characters) for a production server")
     runtime = Runtime(settings)

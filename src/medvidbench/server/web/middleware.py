@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -133,3 +134,56 @@ class UploadGate:
             return caller(self.runtime, web_session=secret) is not None
         except AuthenticationError:
             return False
+
+
+def route_template(path: str, route: Any) -> str:
+    """The template of the route that answered ``path``, with the prefix it was included
+    under (``/api/v1`` + ``/submissions/{submission_id}``); ``unmatched`` without a route.
+
+    The router records the route as it was declared, without the prefix of
+    ``include_router``; the prefix is the part of the path before the tail the route's own
+    pattern matches (the router matched the whole path, so it is never the visitor's text).
+    """
+    declared, pattern = getattr(route, "path", None), getattr(route, "path_regex", None)
+    if not declared or pattern is None:
+        return "unmatched"
+    for i, char in enumerate(path):
+        if char == "/" and pattern.match(path[i:]):
+            return path[:i] + str(declared)
+    return str(declared)
+
+
+class RequestTimer:
+    """Observes each HTTP request's time by method, route *template* and status class.
+
+    The route is the matched template (``/b/{slug}/submissions/{submission_id}``), never the
+    raw path, so that the metric has a bounded set of series; a path no route matched is
+    ``unmatched``. The router records the matched route in the scope, read once it has run.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from medvidbench.server.metrics import instruments
+
+        timer = instruments().http_seconds
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            template = route_template(scope.get("path", ""), scope.get("route"))
+            timer.labels(scope["method"], template, f"{status // 100}xx").observe(
+                time.perf_counter() - started
+            )

@@ -1,0 +1,19 @@
+"""What the metrics endpoint reads from the database at scrape time."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from medvidbench.server.runtime import Runtime
+from medvidbench.server.store.models import Submission, TestSet
+
+
+def submission_counts(runtime: Runtime) -> dict[tuple[str, str], int]:
+    """How many submissions each benchmark has in each state, keyed by (slug, status)."""
+    query = (
+        select(TestSet.slug, Submission.status, func.count())
+        .join(TestSet, Submission.benchmark_id == TestSet.id)
+        .group_by(TestSet.slug, Submission.status)
+    )
+    with runtime.sessions() as session:
+        return {(str(slug), str(status)): int(n) for slug, status, n in session.execute(query)}
