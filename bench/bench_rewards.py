@@ -12,10 +12,16 @@ Part 2, caption rewards with the judge: the caption rows of the synthetic set, t
 a fake OpenAI-compatible judge in its own process on loopback (--latency per answer); counts the
 judge's answered requests per batch (the second must be 0: every judgement is cached).
 
+Part 3 (``--fit``), ``rewards fit`` on the demo set (``medvidbench synth``'s default size,
+6,245 items; the weak archetype as the reference): the wall time of :func:`fit` and where it
+goes (loading and matching, then each task's terms through ``Rewarder.score_items``), on all
+cores. Target (issue #26): under 5 minutes.
+
 Target (issue: training rewards): rule-based rewards for 10,000 completions in under 1 s on one
 core.
 
 Usage: python bench/bench_rewards.py [--completions 10000] [--runs 5] [--latency 0.2] [--captions 0]
+                                     [--fit]
 """
 
 from __future__ import annotations
@@ -143,6 +149,34 @@ def part_judge(folder: Path, latency: float, captions: int) -> None:
         server.wait()
 
 
+def part_fit(folder: Path) -> None:
+    from medvidbench import benchmarks
+    from medvidbench.rewards import Rewarder, fit
+    from medvidbench.rewards.rows import answered_rows
+
+    bench = benchmarks.get("medvidbench")
+    assert bench.demo is not None
+    files = bench.demo.synthesise(folder / "demo", None, 0)
+    started = time.perf_counter()
+    stats = fit(files["weak"], files["ground_truth"], benchmark=bench)
+    total = time.perf_counter() - started
+    print(f"rewards fit: {stats.provenance['rows']} rows in {total:.1f} s wall")
+    # where it goes: the same work, step by step, in a fresh process state for the encoder
+    started = time.perf_counter()
+    gt = bench.load_ground_truth(files["ground_truth"])
+    matched = bench.validate_submission(files["weak"], gt)
+    rows, answers = answered_rows(bench, gt, matched)
+    print(f"  load and match: {time.perf_counter() - started:.1f} s")
+    rewarder = Rewarder(options={bench.slug: dict(matched.options)}, board_format=False)
+    by_task: dict[str, list[int]] = {}
+    for i, (_, item, _) in enumerate(rows):
+        by_task.setdefault(item.task, []).append(i)
+    for task, idx in sorted(by_task.items()):
+        started = time.perf_counter()
+        rewarder.score_items([rows[i] for i in idx], [answers[i] for i in idx])
+        print(f"  {task}: {len(idx)} rows, {time.perf_counter() - started:.1f} s (warm encoder)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--completions", type=int, default=10_000)
@@ -151,7 +185,12 @@ def main() -> None:
     parser.add_argument(
         "--captions", type=int, default=0, help="Part 2 on the first N caption rows (0: all)."
     )
+    parser.add_argument("--fit", action="store_true", help="Only time `rewards fit` (part 3).")
     args = parser.parse_args()
+    if args.fit:
+        with tempfile.TemporaryDirectory() as tmp:
+            part_fit(Path(tmp))
+        return
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     with tempfile.TemporaryDirectory() as tmp:
         if cores:

@@ -120,7 +120,11 @@ def test_localisation_rewards_are_gated_by_format(synthetic_gt: Any) -> None:
     cols = columns(MEDVIDBENCH, synthetic_gt)
     out = Rewarder(stats).score(["no segments here", ""], [cols[tal], cols[nap]])
     assert out.reward[0] == 0.0  # gated: the normalised 0 would be logistic(-9) > 0
-    assert out.reward[1] == pytest.approx(logistic(np.array(0.0), 0.6, 0.2, 3.0))
+    # issue 26: an unreadable answer earns 0 on every task, NAP included (it earned
+    # logistic(0) before); a readable wrong one still earns the logistic's value at 0
+    assert out.reward[1] == 0.0
+    wrong = Rewarder(stats).score(["suction"], [cols[nap]])
+    assert wrong.reward[0] == pytest.approx(logistic(np.array(0.0), 0.6, 0.2, 3.0))
 
 
 def _stats_for(gt: Any, p50: float, iqr: float) -> RewardStats:

@@ -53,6 +53,12 @@ class TaskReward:
         mean_of: The metrics that equal the mean of ``score`` over the task's samples under the
             reward profile (empty when the metric is not such a mean, such as a balanced
             accuracy).
+        guard: ``(items, texts) -> array`` of 0-1 multipliers for cheap answers the scorer
+            would pay for (an answer that names every class, a caption padded far beyond the
+            reference's length); applied to the raw and the normalised reward alike. None: 1.
+        variants: Alternative rule-based raw rewards by name (TAL ``iou``: the continuous
+            set-level IoU), ``(items, texts, results) -> array``, chosen with the rewarder's
+            ``variants`` option; statistics record the variants they were fitted with.
     """
 
     task: str
@@ -62,6 +68,10 @@ class TaskReward:
     judged: bool = False
     about: str = ""
     mean_of: tuple[str, ...] = ()
+    guard: Callable[[Sequence[Any], Sequence[str]], np.ndarray] | None = None
+    variants: Mapping[
+        str, Callable[[Sequence[Any], Sequence[str], Sequence[SampleResult]], np.ndarray]
+    ] = field(default_factory=dict)
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -90,6 +100,11 @@ class RewardSpec:
         row_extras: ``(items of a training file) -> extras per item`` computed once over the
             whole file by the preparation command.
         prompt: ``(item) -> {"question": str, "media": {...}}`` for the preparation command.
+        board_format: Whether the rewarder, by default, also requires a rule-based answer to be
+            readable under the benchmark's default (board) profile: on where the board reads
+            answers more strictly than the reward profile (MedVidBench: ``leaderboard-v1``'s
+            published parsers vs ``strict-v2``), so that drifting into a format the board
+            scores 0 costs reward.
     """
 
     profile: str
@@ -101,6 +116,7 @@ class RewardSpec:
     )
     row_extras: Callable[[Sequence[Any]], list[dict[str, Any]]] = lambda items: [{} for _ in items]
     prompt: Callable[[Any], dict[str, Any]] = lambda item: {"question": item.question, "media": {}}
+    board_format: bool = False
 
 
 def logistic(x: np.ndarray, p50: float, scale: float, k: float) -> np.ndarray:

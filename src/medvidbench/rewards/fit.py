@@ -28,6 +28,7 @@ def fit(
     options: Mapping[str, Any] | None = None,
     min_samples: int | None = None,
     embedder: Any = None,
+    variants: Mapping[str, str] | None = None,
 ) -> RewardStats:
     """Normalisation statistics from a reference model's predictions on a (training or
     validation) set: the raw terms of every prediction, summarised per (task, dataset, term).
@@ -54,7 +55,11 @@ def fit(
     if not rows:
         raise UsageError("the reference predictions answer no item of a task with a reward")
     rewarder = Rewarder(
-        judge=judge, options={bench.slug: {**matched.options, **(options or {})}}, embedder=embedder
+        judge=judge,
+        options={bench.slug: {**matched.options, **(options or {})}},
+        embedder=embedder,
+        board_format=False,  # the statistics are of the raw terms, which it does not change
+        variants=variants,
     )
     out = rewarder.score_items(rows, answers)
     values: dict[tuple[str, str, str], list[float]] = {}
@@ -75,5 +80,6 @@ def fit(
             "rows": len(rows),
             "judge": judge.config.config_id if judge is not None else None,
             "similarity_model": "all-MiniLM-L6-v2",
+            **({"variants": dict(variants)} if variants else {}),
         },
     )

@@ -22,6 +22,7 @@ from medvidbench.core.rewards import (
     SCORE,
     SIMILARITY,
     Normaliser,
+    RewardSpec,
     RewardStats,
     TaskReward,
 )
@@ -45,7 +46,10 @@ class Rewards:
         reward: What to train on: the normalised terms combined (the raw ones without statistics).
         raw: The raw terms combined the same way, 0-1 (for logging and for comparing to a metric).
         terms: Raw terms by name: ``score`` (rule-based, 0-1), ``similarity`` (0-1), ``judge``
-            (the judge's 1-5 mapped to 0-1), ``format`` (1 when the answer could be read).
+            (the judge's 1-5 mapped to 0-1), ``format`` (1 when the answer could be read),
+            ``board_format`` (1 when the board's default profile can read it too; NaN when the
+            check is off or the task has no rule-based part), ``guard`` (the cheap-answer
+            multiplier, 1 for an honest answer).
         normalised: The normalised ``score``/``similarity``/``judge`` terms.
         task, dataset, benchmark: Each row's.
         sources: Per row and term, which statistics normalised it (``dataset/iqr``, ``pool/std``,
@@ -89,12 +93,11 @@ def combine(
     similarity: np.ndarray,
     judge: np.ndarray,
 ) -> np.ndarray:
-    """A task's reward from its terms: the rule-based term (times the format term when gated);
-    the caption term, similarity and judge 50/50 (similarity alone where the judge is NaN); both
-    parts 50/50 for a task that has both."""
-    rule = None
-    if task.score is not None:
-        rule = score * fmt if task.gated else score
+    """A task's reward from its terms: the rule-based term; the caption term, similarity and
+    judge 50/50 (similarity alone where the judge is NaN); both parts 50/50 for a task that has
+    both; the whole times the format term, so that an unreadable answer earns 0 on every task
+    once normalised (a normalised 0 is otherwise worth the logistic's value at 0)."""
+    rule = score if task.score is not None else None
     caption = None
     if task.similarity is not None:
         caption = np.where(
@@ -102,12 +105,14 @@ def combine(
         )
     if rule is not None and caption is not None:
         out: np.ndarray = (1 - PART_WEIGHT) * rule + PART_WEIGHT * caption
-        return out
-    if rule is not None:
-        return rule
-    if caption is not None:
-        return caption
-    raise UsageError(f"task {task.task!r} declares no reward term")
+    elif rule is not None:
+        out = rule
+    elif caption is not None:
+        out = caption
+    else:
+        raise UsageError(f"task {task.task!r} declares no reward term")
+    result: np.ndarray = out * fmt
+    return result
 
 
 class Rewarder:
@@ -122,6 +127,11 @@ class Rewarder:
         options: Scoring options per benchmark slug (MedSG-Bench: ``{"coordinates": "0-1000"}``
             for a model that answers in 0-1000 coordinates).
         embedder: The sentence embedder (default: each benchmark's own, loaded on first need).
+        board_format: Also require a rule-based answer to be readable under the benchmark's
+            default (board) profile (reward times 0 otherwise); None: the benchmark's own
+            default (``RewardSpec.board_format``: on for MedVidBench).
+        variants: Alternative raw rewards by task (``{"tal": "iou"}``: TAL's continuous
+            set-level IoU); statistics must have been fitted with the same variants.
     """
 
     def __init__(
@@ -132,7 +142,11 @@ class Rewarder:
         judge: Judge | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
         embedder: Any = None,
+        board_format: bool | None = None,
+        variants: Mapping[str, str] | None = None,
     ) -> None:
+        self.board_format = board_format
+        self.variants = dict(variants or {})
         self.normalisers: dict[str, Normaliser] = {}
         for s in (
             []
@@ -143,6 +157,7 @@ class Rewarder:
         ):
             loaded = s if isinstance(s, RewardStats) else RewardStats.load(s)
             self._check(loaded)
+            self._check_variants(loaded)
             self.normalisers[loaded.benchmark] = Normaliser(loaded, k)
         self.k = k
         self.judge = judge
@@ -162,6 +177,20 @@ class Rewarder:
                 "`medvidbench rewards fit`"
             )
 
+    def _check_variants(self, stats: RewardStats) -> None:
+        tasks = spec_of(benchmarks.get(stats.benchmark)).tasks
+        mine = {t: v for t, v in self.variants.items() if t in tasks}
+        fitted = dict(stats.provenance.get("variants") or {})
+        if mine != fitted:
+            raise UsageError(
+                f"the reward statistics were fitted with reward variants {fitted or 'none'}; "
+                f"this rewarder uses {mine or 'none'}: fit them again with the same variants"
+            )
+
+    def _board_format(self, spec: RewardSpec, bench: Benchmark) -> bool:
+        on = spec.board_format if self.board_format is None else self.board_format
+        return on and bench.default_profile != spec.profile
+
     def score(self, completions: Sequence[Any], ground_truths: Sequence[Any]) -> Rewards:
         """Rewards for a batch (lists in, numpy arrays out)."""
         if len(completions) != len(ground_truths):
@@ -178,13 +207,21 @@ class Rewarder:
         """Rewards for (slug, item, extras) rows already decoded (what :func:`fit` uses); an
         answer is a text, or what a benchmark's prediction file may hold (a MedSG-Bench box)."""
         n = len(rows)
-        terms = {name: np.full(n, np.nan) for name in (SCORE, SIMILARITY, JUDGE, "format")}
+        terms = {
+            name: np.full(n, np.nan)
+            for name in (SCORE, SIMILARITY, JUDGE, "format", "board_format", "guard")
+        }
         groups: dict[tuple[str, str], list[int]] = {}
         for i, (slug, item, _) in enumerate(rows):
             groups.setdefault((slug, item.task), []).append(i)
         for slug, task in groups:
-            if task not in spec_of(benchmarks.get(slug)).tasks:
+            tasks = spec_of(benchmarks.get(slug)).tasks
+            if task not in tasks:
                 raise RewardInputError(f"{slug} offers no reward for task {task!r}")
+            variant = self.variants.get(task)
+            if variant is not None and variant not in tasks[task].variants:
+                known = ", ".join(tasks[task].variants) or "none"
+                raise UsageError(f"{task} has no reward variant {variant!r} (known: {known})")
         # The judge (network-bound) starts first, on a thread of its own; the rule-based terms
         # and the similarities (CPU-bound) are computed while it waits for answers.
         judging = self._start_judging(rows, texts, groups)
@@ -206,13 +243,21 @@ class Rewarder:
             if reward.score is not None:
                 # the scorer's own entry point: the per-sample results the board aggregates
                 results = bench.scorers()[task].score_all(items, batch, profile, ctx)
-                terms[SCORE][idx] = [reward.score(r) for r in results]
+                variant = self.variants.get(task)
+                if variant is not None:
+                    terms[SCORE][idx] = reward.variants[variant](items, batch, results)
+                else:
+                    terms[SCORE][idx] = [reward.score(r) for r in results]
                 terms["format"][idx] = [float(r.parsed) for r in results]
+                if self._board_format(spec, bench):
+                    board = bench.scorers()[task].score_all(items, batch, bench.profile(), ctx)
+                    terms["board_format"][idx] = [float(r.parsed) for r in board]
             else:
                 # a free-text answer is readable when it holds a letter or digit
                 terms["format"][idx] = [float(bool(_ALNUM.search(str(t)))) for t in batch]
             if reward.similarity is not None:
                 terms[SIMILARITY][idx] = reward.similarity(items, batch, ctx.embedder())
+            terms["guard"][idx] = 1.0 if reward.guard is None else reward.guard(items, batch)
         if judging is not None:
             for idx, values in judging():
                 terms[JUDGE][idx] = values
@@ -299,13 +344,19 @@ class Rewarder:
                 for i in members:
                     sources[i][name] = source
             parts = [terms[name][idx] for name in (SCORE, "format", SIMILARITY, JUDGE)]
-            raw[idx] = combine(spec_task, parts[0], parts[1], parts[2], parts[3])
-            reward[idx] = combine(
-                spec_task,
-                normalised[SCORE][idx],
-                parts[1],
-                normalised[SIMILARITY][idx],
-                normalised[JUDGE][idx],
+            board = terms["board_format"][idx]
+            fmt = parts[1] * np.where(np.isnan(board), 1.0, board)
+            guard = terms["guard"][idx]
+            raw[idx] = combine(spec_task, parts[0], fmt, parts[2], parts[3]) * guard
+            reward[idx] = (
+                combine(
+                    spec_task,
+                    normalised[SCORE][idx],
+                    fmt,
+                    normalised[SIMILARITY][idx],
+                    normalised[JUDGE][idx],
+                )
+                * guard
             )
         return Rewards(
             reward,

@@ -31,7 +31,7 @@ import numpy as np
 
 from medvidbench.benchmarks.medvidbench.datasets import canonical_dataset
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
-from medvidbench.benchmarks.medvidbench.tasks import dvc
+from medvidbench.benchmarks.medvidbench.tasks import dvc, nap, tal
 from medvidbench.benchmarks.medvidbench.tasks.captions import strict_matches
 from medvidbench.benchmarks.medvidbench.tasks.registry import task_for_qa_type
 from medvidbench.core.rewards import RewardSpec, TaskReward
@@ -156,18 +156,122 @@ def _fraction(prefix: str, fallback: str) -> Any:
     return score
 
 
+def _union(segments: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted((min(a, b), max(a, b)) for a, b in segments):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _length(segments: Sequence[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in segments)
+
+
+def time_iou(gt: Sequence[tuple[float, float]], pred: Sequence[tuple[float, float]]) -> float:
+    """IoU of the time the answer marks with the time the reference marks (both as unions of
+    segments): continuous, and repeating or splitting a segment earns nothing more."""
+    g, p = _union(gt), _union(pred)
+    inter = sum(max(0.0, min(b, d) - max(a, c)) for a, b in g for c, d in p)
+    union = _length(g) + _length(p) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _tal_iou(
+    items: Sequence[Sample], texts: Sequence[str], results: Sequence[SampleResult]
+) -> np.ndarray:
+    """TAL's optional continuous reward (``variants={"tal": "iou"}``): :func:`time_iou` of the
+    strict-v2 reading of the answer, 0 for an unreadable one."""
+    return np.array(
+        [
+            time_iou(tal.truth(item.structure()), tal.parse(text, strict=True)) if r.parsed else 0.0
+            for item, text, r in zip(items, texts, results, strict=True)
+        ]
+    )
+
+
+# --- cheap-answer guards ----------------------------------------------------------------------
+
+HEDGE_CLASSES = 2  # a NAP answer naming this many of its classes or more earns nothing
+LENGTH_RATIO = 3.0  # a caption longer than this many times its reference is scaled down
+LENGTH_FLOOR = 40  # words: below this, no caption is too long
+WHOLE_CLIP = 0.9  # a single DVC event covering this much of the clip or more
+
+
+def _nap_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
+    """0 for an answer that names two or more of the item's classes (a hedge that lists the
+    options, such as a copied question), else 1."""
+    out = np.ones(len(items))
+    for n, (item, text) in enumerate(zip(items, texts, strict=True)):
+        answer = nap.normalize(str(text), True)
+        classes = {nap.normalize(c, True) for c in _classes_of(item)}
+        named = [c for c in classes if c and c in answer]
+        named = [c for c in named if not any(c != o and c in o for o in named)]
+        if len(named) >= HEDGE_CLASSES:
+            out[n] = 0.0
+    return out
+
+
+def _classes_of(item: Sample) -> list[str]:
+    key = nap.group_key(item.dataset, item.question, True)
+    try:
+        return list(nap.class_list(key, [item.answer]))
+    except (KeyError, ValueError):
+        return [item.answer]
+
+
+def _length_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
+    """``LENGTH_RATIO * reference words / answer words`` (at most 1) for a caption padded far
+    beyond its reference's length; 1 up to ``LENGTH_FLOOR`` words."""
+    out = np.ones(len(items))
+    for n, (item, text) in enumerate(zip(items, texts, strict=True)):
+        words = len(str(text).split())
+        allowed = max(LENGTH_FLOOR, LENGTH_RATIO * len(item.answer.split()))
+        if words > allowed:
+            out[n] = allowed / words
+    return out
+
+
+def _dvc_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
+    """A single event covering the whole clip, where the reference has several, is the
+    trivial answer: 0; else the caption length guard."""
+    out = _length_guard(items, texts)
+    for n, (item, text) in enumerate(zip(items, texts, strict=True)):
+        gt, pred = dvc.truth(item.structure()), dvc.parse(str(text), strict=True)
+        if len(gt) >= 2 and len(pred) == 1:
+            span = max(e[1] for e in gt) - min(e[0] for e in gt)
+            start, end = pred[0][0], pred[0][1]
+            covered = max(0.0, min(end, max(e[1] for e in gt)) - max(start, min(e[0] for e in gt)))
+            if span > 0 and covered / span >= WHOLE_CLIP:
+                out[n] = 0.0
+    return out
+
+
 # --- the caption similarity terms -------------------------------------------------------------
 
 
+def beyond_question(to_reference: np.ndarray, to_question: np.ndarray) -> np.ndarray:
+    """The part of an answer's similarity to its reference that the question does not already
+    give: ``(cos(a, ref) - cos(a, q)) / (1 - cos(a, q))`` clipped to 0-1. A copied question and
+    a generic sentence as close to the question as to the reference earn 0; the reference
+    itself 1."""
+    q = np.clip(to_question, 0.0, 1.0 - 1e-6)
+    out: np.ndarray = np.clip((to_reference - q) / (1.0 - q), 0.0, 1.0)
+    return out
+
+
 def _whole_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: Any) -> np.ndarray:
-    """Cosine of each answer with its reference, clipped to 0-1; an answer without a letter or
-    digit (blank, punctuation) 0."""
+    """Each answer's similarity to its reference beyond the question (:func:`beyond_question`);
+    an answer without a letter or digit (blank, punctuation) 0."""
     out = np.zeros(len(items))
     todo = [i for i, t in enumerate(texts) if _WORD.search(t) and items[i].answer.strip()]
     if todo:
         a = embedder.encode([texts[i] for i in todo])
         b = embedder.encode([items[i].answer for i in todo])
-        out[todo] = (a * b).sum(axis=1).clip(0.0, 1.0)
+        q = embedder.encode([items[i].question for i in todo])
+        out[todo] = beyond_question((a * b).sum(axis=1), (a * q).sum(axis=1))
     return out
 
 
@@ -185,16 +289,24 @@ def _event_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: A
             for i, j in pairs:
                 captions.update((pred[i][2], gt[j][2]))
         plans.append((gt, pred, per_theta))
+    captions.update(item.question for item in items)
     ordered = sorted(captions)
     vectors = dict(zip(ordered, embedder.encode(ordered), strict=True)) if ordered else {}
     out = np.zeros(len(items))
     for n, (gt, pred, per_theta) in enumerate(plans):
         if not gt:
             continue
+        question = vectors[items[n].question]
         means = []
         for pairs, unmatched in per_theta:
             sims = [
-                float(np.clip(vectors[pred[i][2]] @ vectors[gt[j][2]], 0.0, 1.0)) for i, j in pairs
+                float(
+                    beyond_question(
+                        np.asarray(vectors[pred[i][2]] @ vectors[gt[j][2]]),
+                        np.asarray(vectors[pred[i][2]] @ question),
+                    )
+                )
+                for i, j in pairs
             ]
             total = len(sims) + unmatched
             means.append(sum(sims) / total if total else 0.0)
@@ -211,6 +323,7 @@ TASK_REWARDS: dict[str, TaskReward] = {
             gated=True,
             about="mean of the strict-v2 Jaccard at IoU 0.3 and 0.5",
             mean_of=("tag_miou_03", "tag_miou_05"),
+            variants={"iou": _tal_iou},
         ),
         TaskReward(
             "stg",
@@ -224,6 +337,7 @@ TASK_REWARDS: dict[str, TaskReward] = {
             _key("nap_acc"),
             about="1 for the reference's class, else 0",
             mean_of=("nap_acc",),
+            guard=_nap_guard,
         ),
         TaskReward(
             "dense_captioning",
@@ -233,9 +347,12 @@ TASK_REWARDS: dict[str, TaskReward] = {
             judged=True,
             about="temporal F1 over tIoU 0.3/0.5/0.7",
             mean_of=("dvc_f1",),
+            guard=_dvc_guard,
         ),
-        TaskReward("video_summary", similarity=_whole_similarity, judged=True),
-        TaskReward("region_caption", similarity=_whole_similarity, judged=True),
+        TaskReward("video_summary", similarity=_whole_similarity, judged=True, guard=_length_guard),
+        TaskReward(
+            "region_caption", similarity=_whole_similarity, judged=True, guard=_length_guard
+        ),
         TaskReward(
             "skill_assessment",
             _fraction("aspect:", "level"),
@@ -260,4 +377,5 @@ def spec() -> RewardSpec:
         batch_options=batch_options,
         row_extras=row_extras,
         prompt=prompt,
+        board_format=True,
     )
