@@ -118,7 +118,8 @@ def _never_reparse(monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> None:
 
     from medvidbench.benchmarks.medsg import archive, scoring, submission, tasks
 
-    monkeypatch.setattr(rt, "read", _boom)  # the stored upload
+    monkeypatch.setattr(rt.files, "read", _boom)  # the stored upload
+    monkeypatch.setattr(rt.files, "local", _boom)
     monkeypatch.setattr(zipfile, "ZipFile", _boom)
     monkeypatch.setattr(archive, "json_members", _boom)
     monkeypatch.setattr(submission, "validate_submission", _boom)
