@@ -112,7 +112,7 @@ def test_a_full_disk_is_a_507_and_leaves_no_file(
             path.write_bytes(b"\x1f\x8b partial")
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        monkeypatch.setattr(runtime_module, "_write_gzip", write_gzip)
+        monkeypatch.setattr(runtime_module, "write_gzip", write_gzip)
     big = _zip({"a.json": GOOD + b" " * (3 << 20)}, zipfile.ZIP_STORED)  # several chunks
     refused = _send(client, token, big, "Disk full")
     assert refused.status_code == 507, refused.text
