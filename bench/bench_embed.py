@@ -7,6 +7,10 @@ torch==2.13.0 sentence-transformers``; never a requirement), with sentence-trans
 same weights and inputs. Prints tokens per second (median of ``--repeat`` runs, each on a fresh
 encoder cache) and the largest difference between the two sets of vectors.
 
+Also the text cache's memory (``MEDVIDBENCH_EMBEDDING_CACHE_SIZE`` entries at most): the bytes
+an encoder holds after encoding the texts once, per cached text (traced with ``tracemalloc``,
+after the weights and tokenizer are loaded), and the mean text length.
+
 Usage: python bench/bench_embed.py [--samples 6245] [--repeat 5]
 """
 
@@ -45,6 +49,7 @@ def main() -> None:
     median = statistics.median(runs)
     print(f"{len(texts)} texts, {tokens:,} tokens (truncated at 256 per text)")
     print(f"numpy encoder:          {median:.3f} s median, {tokens / median:,.0f} tokens/s")
+    print(cache_bytes(texts))
     try:
         import torch
         from sentence_transformers import SentenceTransformer
@@ -64,6 +69,31 @@ def main() -> None:
         f"{tokens / median_theirs:,.0f} tokens/s ({torch.get_num_threads()} threads)"
     )
     print(f"largest difference between the vectors: {float(np.abs(vectors - reference).max()):.2e}")
+
+
+def cache_bytes(texts: list[str]) -> str:
+    """Bytes the encoder's text cache holds per entry, measured."""
+    import gc
+    import tracemalloc
+
+    from medvidbench.core.embeddings import Embedder
+
+    encoder = Embedder(cache_size=len(texts))
+    encoder.encode(["load the weights and the tokenizer first"])
+    encoder.encode(texts[:1])
+    gc.collect()
+    tracemalloc.start()
+    start, _ = tracemalloc.get_traced_memory()
+    encoder.encode(texts[1:])
+    gc.collect()
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    n = max(encoder.cache_info()["size"] - 1, 1)
+    mean_chars = sum(map(len, texts[1:])) / n
+    return (
+        f"text cache: {(held - start) / n:,.0f} bytes per entry ({n} entries, texts of "
+        f"{mean_chars:.0f} characters on average; the vector itself 1,536)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,15 +13,21 @@ a fake OpenAI-compatible judge in its own process on loopback (--latency per ans
 judge's answered requests per batch (the second must be 0: every judgement is cached).
 
 Part 3 (``--fit``), ``rewards fit`` on the demo set (``medvidbench synth``'s default size,
-6,245 items; the weak archetype as the reference): the wall time of :func:`fit` and where it
-goes (loading and matching, then each task's terms through ``Rewarder.score_items``), on all
-cores. Target (issue #26): under 5 minutes.
+6,245 items; the weak archetype as the reference): the wall time of :func:`fit`, each run in a
+fresh process (nothing encoded yet), median of --runs, once per --blas-threads count: on a
+loaded machine a multi-threaded BLAS slows the sentence encoder (which dominates) several-fold.
+Target (issue #26): under 5 minutes.
+
+Part 4 (``--saturation G``): all-strong GRPO groups of G (the strong archetype under G seeds,
+every STG and TAL item of the demo set), rewarded with statistics fitted on the weak archetype
+and then refitted on the policy's own outputs: the median within-group standard deviation of
+the normalised and raw rewards, the share of groups below 1e-3, and the saturation warnings.
 
 Target (issue: training rewards): rule-based rewards for 10,000 completions in under 1 s on one
 core.
 
 Usage: python bench/bench_rewards.py [--completions 10000] [--runs 5] [--latency 0.2] [--captions 0]
-                                     [--fit]
+                                     [--fit [--blas-threads 1,2]] [--saturation 8]
 """
 
 from __future__ import annotations
@@ -149,32 +155,120 @@ def part_judge(folder: Path, latency: float, captions: int) -> None:
         server.wait()
 
 
-def part_fit(folder: Path) -> None:
+def fit_once(folder: Path) -> None:
+    """One ``rewards fit`` of the demo set in this (fresh) process; prints a JSON line."""
+    import json
+
     from medvidbench import benchmarks
-    from medvidbench.rewards import Rewarder, fit
-    from medvidbench.rewards.rows import answered_rows
+    from medvidbench.core.embeddings import default_embedder
+    from medvidbench.rewards import fit
 
     bench = benchmarks.get("medvidbench")
     assert bench.demo is not None
     files = bench.demo.synthesise(folder / "demo", None, 0)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     stats = fit(files["weak"], files["ground_truth"], benchmark=bench)
-    total = time.perf_counter() - started
-    print(f"rewards fit: {stats.provenance['rows']} rows in {total:.1f} s wall")
-    # where it goes: the same work, step by step, in a fresh process state for the encoder
-    started = time.perf_counter()
-    gt = bench.load_ground_truth(files["ground_truth"])
-    matched = bench.validate_submission(files["weak"], gt)
-    rows, answers = answered_rows(bench, gt, matched)
-    print(f"  load and match: {time.perf_counter() - started:.1f} s")
-    rewarder = Rewarder(options={bench.slug: dict(matched.options)}, board_format=False)
-    by_task: dict[str, list[int]] = {}
-    for i, (_, item, _) in enumerate(rows):
-        by_task.setdefault(item.task, []).append(i)
-    for task, idx in sorted(by_task.items()):
-        started = time.perf_counter()
-        rewarder.score_items([rows[i] for i in idx], [answers[i] for i in idx])
-        print(f"  {task}: {len(idx)} rows, {time.perf_counter() - started:.1f} s (warm encoder)")
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
+    info = default_embedder().cache_info()
+    print(
+        json.dumps(
+            {"seconds": took, "cpu": cpu, "rows": stats.provenance["rows"], "texts": info["misses"]}
+        )
+    )
+
+
+def part_fit(runs: int, threads: list[str]) -> None:
+    """``rewards fit`` on the demo set, each run in a fresh process (nothing encoded yet; the
+    weights' layout and the label embeddings come from the machine's model cache, as on any
+    second use), with the given numbers of BLAS threads."""
+    import json
+
+    for n in threads:
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": n, "OMP_NUM_THREADS": n}
+        times, cpus, last = [], [], {}
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                done = subprocess.run(
+                    [sys.executable, __file__, "--fit-once", tmp],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+            last = json.loads(done.stdout.strip().splitlines()[-1])
+            times.append(last["seconds"])
+            cpus.append(last["cpu"])
+        print(
+            f"rewards fit, demo set ({last['rows']:,} rows, {last['texts']:,} texts encoded), "
+            f"{n} BLAS thread(s): median {statistics.median(times):.1f} s wall over {runs} runs "
+            f"({', '.join(f'{t:.1f}' for t in times)}), CPU time median "
+            f"{statistics.median(cpus):.1f} s; load average now "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        )
+
+
+def within_group_std(reward: Any, groups: Any) -> Any:
+    import numpy as np
+
+    return np.array([np.std(reward[g]) for g in groups])
+
+
+def part_saturation(group: int) -> None:
+    """All-strong GRPO groups: ``group`` strong-archetype answers (seeds 1..group) to every
+    STG and TAL item of the demo set, rewarded with statistics fitted on the weak archetype (the
+    reference), then refitted on the policy's own outputs (``fit_rollouts``)."""
+    import numpy as np
+
+    from medvidbench import benchmarks
+    from medvidbench.benchmarks.medvidbench.synth.predictions import generate_predictions
+    from medvidbench.benchmarks.medvidbench.synth.testset import generate_ground_truth
+    from medvidbench.rewards import Rewarder, fit_rollouts, ground_truth_column, spec_of
+    from medvidbench.rewards.trl import append_rollouts
+
+    bench = benchmarks.get("medvidbench")
+    records = generate_ground_truth(6245, 0)
+    gt = bench.load_ground_truth(json_bytes(records))
+    extras = spec_of(bench).row_extras(gt.samples)
+    keep = [i for i, s in enumerate(gt.samples) if s.task in ("stg", "tal")]
+    cols = [ground_truth_column(bench, gt.samples[i], extras[i]) for i in keep]
+    answers = {
+        seed: [r["prediction"] for r in generate_predictions(records, arch, seed)]
+        for seed, arch in [(0, "weak")] + [(s, "strong") for s in range(1, group + 1)]
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        weak, policy = Path(tmp) / "weak.jsonl", Path(tmp) / "policy.jsonl"
+        append_rollouts(weak, [answers[0][i] for i in keep], cols)
+        for seed in range(1, group + 1):
+            append_rollouts(policy, [answers[seed][i] for i in keep], cols)
+        reference, refit = fit_rollouts(weak), fit_rollouts(policy)
+    texts = [answers[seed][i] for i in keep for seed in range(1, group + 1)]
+    gts = [c for c in cols for _ in range(group)]
+    tasks = np.array([gt.samples[i].task for i in keep for _ in range(group)])
+    groups = [np.arange(n * group, (n + 1) * group) for n in range(len(keep))]
+    import warnings
+
+    for label, stats in (("reference (weak) statistics", reference), ("refitted", refit)):
+        rewarder = Rewarder(stats)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = rewarder.score(texts, gts)
+        for task in ("stg", "tal"):
+            mine = [g for g in groups if tasks[g[0]] == task]
+            raw = within_group_std(out.raw, mine)
+            norm = within_group_std(out.reward, mine)
+            print(
+                f"{task}, {len(mine)} groups of {group} strong answers, {label}: median "
+                f"within-group std {np.median(norm):.4f} normalised vs {np.median(raw):.4f} raw; "
+                f"{np.mean(norm < 1e-3):.1%} of groups below 1e-3; median reward "
+                f"{np.median(out.reward[tasks == task]):.3f}"
+            )
+        print(f"  saturation warnings: {len(caught)}")
+
+
+def json_bytes(records: Any) -> bytes:
+    import json
+
+    return json.dumps(records).encode()
 
 
 def main() -> None:
@@ -186,10 +280,22 @@ def main() -> None:
         "--captions", type=int, default=0, help="Part 2 on the first N caption rows (0: all)."
     )
     parser.add_argument("--fit", action="store_true", help="Only time `rewards fit` (part 3).")
+    parser.add_argument(
+        "--blas-threads", default="1,2", help="Part 3: BLAS thread counts to time, comma-separated."
+    )
+    parser.add_argument("--fit-once", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--saturation", type=int, default=0, metavar="G", help="Only part 4, groups of G."
+    )
     args = parser.parse_args()
+    if args.fit_once:
+        fit_once(args.fit_once)
+        return
     if args.fit:
-        with tempfile.TemporaryDirectory() as tmp:
-            part_fit(Path(tmp))
+        part_fit(args.runs, args.blas_threads.split(","))
+        return
+    if args.saturation:
+        part_saturation(args.saturation)
         return
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     with tempfile.TemporaryDirectory() as tmp:

@@ -61,3 +61,47 @@ def test_corrupt_weights_are_refused(tmp_path: Path) -> None:
         fh.write(b"\0" * 16)
     with pytest.raises(ModelUnavailableError, match="sha256 mismatch"):
         Embedder(tmp_path)
+
+
+def test_text_cache_is_bounded_least_recently_used_first() -> None:
+    texts = REFERENCE["sentences"][:6]
+    uncached = Embedder(cache_size=0)
+    want = uncached.encode(texts)
+    assert uncached.cache_info()["size"] == 0
+    # a batch larger than the cache still gets every vector, and the cache keeps its bound
+    small = Embedder(cache_size=2)
+    assert float(np.abs(small.encode(texts) - want).max()) < 1e-6
+    assert small.cache_info()["size"] == 2
+    a, b, c = texts[:3]
+    lru = Embedder(cache_size=2)
+    for text in (a, b, a, c):  # a used again after b: c's arrival evicts b, not a
+        lru.encode([text])
+    misses = lru.cache_info()["misses"]
+    assert misses == 3
+    lru.encode([a])
+    assert lru.cache_info()["misses"] == misses
+    lru.encode([b])
+    assert lru.cache_info()["misses"] == misses + 1
+    assert float(np.abs(lru.encode([a, b, c]) - want[:3]).max()) < 1e-6
+    with pytest.raises(ValueError, match="cache_size"):
+        Embedder(cache_size=-1)
+
+
+def test_fixed_labels_are_never_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(tmp_path))
+    e = Embedder(cache_size=1)
+    labels = ["dissect the cystic duct", "clip the cystic artery"]
+    e.encode_fixed(labels)
+    e.encode(REFERENCE["sentences"][:3])
+    misses = e.cache_info()["misses"]
+    e.encode(labels)
+    assert e.cache_info()["misses"] == misses and e.cache_info()["fixed"] == 2
+
+
+def test_default_embedder_reads_the_cache_size_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDVIDBENCH_EMBEDDING_CACHE_SIZE", "7")
+    default_embedder.cache_clear()
+    try:
+        assert default_embedder().cache_size == 7
+    finally:
+        default_embedder.cache_clear()

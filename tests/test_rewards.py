@@ -28,7 +28,7 @@ from medvidbench.rewards import (
     spec_of,
 )
 from medvidbench.rewards.trl import reward_function
-from medvidbench.rewards.verl import compute_score, compute_score_batch
+from medvidbench.rewards.verl import KEYS, compute_score, compute_score_batch
 
 MEDVIDBENCH = benchmarks.get("medvidbench")
 MEDSG = benchmarks.get("medsg")
@@ -341,7 +341,7 @@ def test_verl_compute_score_as_the_reward_managers_call_it(
         extra_info={"index": 0},
         stats=str(tmp_path / "stats.json"),
     )
-    assert set(one) == {"score", "raw", "format"} and one["raw"] == pytest.approx(1.0)
+    assert tuple(one) == KEYS and one["raw"] == pytest.approx(1.0)
     batch = compute_score_batch(
         data_sources=["medvidbench"] * 30,
         solution_strs=["???"] * 30,
@@ -349,7 +349,7 @@ def test_verl_compute_score_as_the_reward_managers_call_it(
         extra_infos=[None] * 30,
         stats=str(tmp_path / "stats.json"),
     )
-    assert len(batch) == 30 and all(set(b) == {"score", "raw", "format"} for b in batch)
+    assert len(batch) == 30 and all(tuple(b) == KEYS for b in batch)
     assert all(b["raw"] == 0.0 and b["format"] == 0.0 for b in batch)
     with pytest.raises(UsageError, match="unknown judge"):
         compute_score("medvidbench", "x", cols[0], None, judge="gpt")

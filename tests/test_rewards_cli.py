@@ -140,7 +140,7 @@ def test_prepare_and_fit_report_bad_files(synthetic: dict[str, Path], tmp_path: 
         app,
         ["rewards", "prepare", str(synthetic["ground_truth"]), "--out", str(tmp_path / "x.csv")],
     )
-    assert result.exit_code == 2 and "must name a .jsonl file" in result.output
+    assert result.exit_code == 2 and "must name a .jsonl or .parquet file" in result.output
     bad = tmp_path / "bad.json"
     bad.write_text('[{"qa_type": "tal"}]')
     result = runner.invoke(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +40,24 @@ Option = Annotated[
 ]
 
 
+def one_blas_thread() -> bool:
+    """Run the sentence encoder's matrix products on one BLAS thread, unless the environment
+    says otherwise (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``).
+
+    On a shared machine a multi-threaded OpenBLAS waits on busy cores at every product: the
+    encoder, which dominates ``rewards fit``, ran several times slower with two threads than
+    with one under load (bench/bench_rewards.py, docs/rewards.md#speed). Takes effect only
+    before numpy is loaded; returns whether it did.
+    """
+    if "numpy" in sys.modules:
+        return False
+    if not any(
+        v in os.environ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    ):
+        os.environ["OPENBLAS_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    return True
+
+
 @rewards_app.command()
 @friendly
 def prepare(
@@ -47,89 +65,69 @@ def prepare(
         Path,
         typer.Argument(help="Training or validation file in the benchmark's ground-truth format."),
     ],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the rows (.jsonl).")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Where to write the rows: .jsonl, or .parquet (needs pyarrow)."),
+    ],
     style: Annotated[
         str,
         typer.Option(
             help="Row layout: trl (prompt, ground_truth, task, dataset) or verl "
-            "(data_source, prompt, ability, reward_model, extra_info)."
+            "(data_source, prompt with <image>/<video> placeholders, images, videos, ability, "
+            "reward_model, extra_info)."
         ),
     ] = "trl",
     tasks: Annotated[
         str | None, typer.Option(help="Comma-separated tasks to keep (default: all).")
     ] = None,
+    media_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder that relative video, frame and image paths start from."),
+    ] = None,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Turn a training file into the columns the TRL and verl reward functions read.
 
-    One JSON object per line; each row's ground_truth is the item the scorers need, and its
-    media (video clip or image paths) is left for your data loader to attach.
+    Each row's ground_truth is the item the scorers need; verl rows also carry the video or
+    images the training file names (images, videos and their placeholders in the prompt),
+    which verl's RLHF dataset loads.
     """
     from medvidbench import benchmarks
-    from medvidbench.rewards import ground_truth_column, spec_of
+    from medvidbench.rewards.prepare import VERL_HINT, training_rows, write_rows
 
-    if style not in ("trl", "verl"):
-        raise UsageError(f"unknown style {style!r}; expected trl or verl")
-    if out.suffix != ".jsonl":
-        raise UsageError(f"--out must name a .jsonl file; got {out.name!r}")
     bench = benchmarks.get(benchmark)
-    spec = spec_of(bench)
     wanted = {t.strip() for t in tasks.split(",") if t.strip()} if tasks else None
-    unknown = sorted((wanted or set()) - set(spec.tasks))
-    if unknown:
-        raise UsageError(
-            f"unknown task(s) {', '.join(unknown)}; {bench.slug} has {', '.join(spec.tasks)}"
-        )
-    items = list(bench.load_ground_truth(data).samples)
-    extras = spec.row_extras(items)
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for item, extra in zip(items, extras, strict=True):
-            if item.task not in spec.tasks or (wanted is not None and item.task not in wanted):
-                continue
-            asked = spec.prompt(item)
-            prompt = [{"role": "user", "content": asked["question"]}]
-            gt = ground_truth_column(bench, item, extra)
-            if style == "trl":
-                yield {
-                    "prompt": prompt,
-                    "ground_truth": gt,
-                    "benchmark": bench.slug,
-                    "task": item.task,
-                    "dataset": item.dataset,
-                    "media": asked["media"],
-                }
-            else:
-                yield {
-                    "data_source": bench.slug,
-                    "prompt": prompt,
-                    "ability": item.task,
-                    "reward_model": {"style": "rule", "ground_truth": gt},
-                    "extra_info": {
-                        "index": item.index,
-                        "task": item.task,
-                        "dataset": item.dataset,
-                        "id": item.sample_id,
-                    },
-                    "media": asked["media"],
-                }
-
-    tmp = out.with_name(out.name + ".part")
-    count = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows():
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    tmp.replace(out)
+    if out.suffix not in (".jsonl", ".parquet"):
+        raise UsageError(f"--out must name a .jsonl or .parquet file; got {out.name!r}")
+    count = write_rows(training_rows(bench, data, style, wanted, media_dir), out)
     print(f"{count} rows written to {out}")
+    if style == "verl":
+        import medvidbench.rewards.verl as adapter
+
+        print(VERL_HINT.format(path=adapter.__file__), file=sys.stderr)
 
 
 @rewards_app.command()
 @friendly
 def fit(
-    predictions: Annotated[Path, typer.Argument(help="The reference (SFT) model's predictions.")],
-    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the statistics (JSON).")],
+    predictions: Annotated[
+        Path | None,
+        typer.Argument(help="The reference (SFT) model's predictions (or use --rollouts)."),
+    ] = None,
+    ground_truth: Annotated[
+        Path | None, typer.Option("--ground-truth", help="Ground-truth file (with PREDICTIONS).")
+    ] = None,
+    rollouts: Annotated[
+        Path | None,
+        typer.Option(
+            help="Fit on the policy's own outputs instead: a JSON-lines file of "
+            "{completion, ground_truth} rows (the TRL reward function's rollouts option).",
+        ),
+    ] = None,
+    last: Annotated[
+        int | None, typer.Option(min=1, help="With --rollouts: only the last N rows.")
+    ] = None,
     judge: Judge = "none",
     judge_model: JudgeModel = None,
     judge_cache: JudgeCache = None,
@@ -145,20 +143,29 @@ def fit(
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Fit the reward normalisation (p25, p50, p75 per task, dataset and term) on a reference
-    model's predictions."""
+    model's predictions, or on the policy's own rollouts once it has outgrown the reference."""
+    one_blas_thread()
     from medvidbench import benchmarks
     from medvidbench.rewards import fit as run
+    from medvidbench.rewards import fit_rollouts
 
+    if (predictions is None) == (rollouts is None):
+        raise UsageError("give a prediction file (with --ground-truth) or --rollouts, not both")
+    if predictions is not None and ground_truth is None:
+        raise UsageError("a prediction file needs --ground-truth")
     bench = benchmarks.get(benchmark)
     llm = judge_for(judge, judge_model, judge_cache, bench)
-    stats = run(
-        predictions,
-        ground_truth,
-        benchmark=bench,
-        judge=llm,
-        options=parse_options(option or []),
-        min_samples=min_samples,
-    )
+    common: dict[str, Any] = {
+        "benchmark": bench,
+        "judge": llm,
+        "options": parse_options(option or []),
+        "min_samples": min_samples,
+    }
+    if rollouts is not None:
+        stats = fit_rollouts(rollouts, last=last, **common)
+    else:
+        assert predictions is not None and ground_truth is not None
+        stats = run(predictions, ground_truth, **common)
     stats.save(out)
     from rich.table import Table
 
@@ -186,6 +193,7 @@ def score(
 ) -> None:
     """Mean raw and normalised rewards of a prediction file, per task and dataset: what a
     model at this level would be rewarded during training."""
+    one_blas_thread()
     import numpy as np
 
     from medvidbench import benchmarks

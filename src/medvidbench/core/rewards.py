@@ -100,6 +100,11 @@ class RewardSpec:
         row_extras: ``(items of a training file) -> extras per item`` computed once over the
             whole file by the preparation command.
         prompt: ``(item) -> {"question": str, "media": {...}}`` for the preparation command.
+        visuals: ``(item, record) -> {"images": [...], "videos": [...]}``: the pixels a
+            vision model sees for the item, as the training file names them (``record`` is
+            the item's record in that file, a plain dict); an image is a path, a video a
+            ``{"video": path or [frame paths]}``. The verl rows carry them with ``<image>`` /
+            ``<video>`` placeholders in the prompt.
         board_format: Whether the rewarder, by default, also requires a rule-based answer to be
             readable under the benchmark's default (board) profile: on where the board reads
             answers more strictly than the reward profile (MedVidBench: ``leaderboard-v1``'s
@@ -116,6 +121,10 @@ class RewardSpec:
     )
     row_extras: Callable[[Sequence[Any]], list[dict[str, Any]]] = lambda items: [{} for _ in items]
     prompt: Callable[[Any], dict[str, Any]] = lambda item: {"question": item.question, "media": {}}
+    visuals: Callable[[Any, Mapping[str, Any]], dict[str, list[Any]]] = lambda item, record: {
+        "images": [],
+        "videos": [],
+    }
     board_format: bool = False
 
 

@@ -14,7 +14,7 @@ first batch that needs them.
 from __future__ import annotations
 
 from medvidbench.core.rewards import RewardStats
-from medvidbench.rewards.fit import fit
+from medvidbench.rewards.fit import fit, fit_rollouts
 from medvidbench.rewards.rewarder import CAPTION_WEIGHT, PART_WEIGHT, Rewarder, Rewards, combine
 from medvidbench.rewards.rows import (
     RewardInputError,
@@ -38,6 +38,7 @@ __all__ = [
     "completion_text",
     "decode_row",
     "fit",
+    "fit_rollouts",
     "ground_truth_column",
     "spec_of",
 ]

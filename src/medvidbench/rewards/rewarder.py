@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from medvidbench.core.rewards import (
 )
 from medvidbench.core.scoring import Context
 from medvidbench.rewards.rows import RewardInputError, completion_text, decode_row, spec_of
+from medvidbench.rewards.saturation import DEFAULT_MARGIN, SaturationMonitor
 
 if TYPE_CHECKING:
     from medvidbench.core.judge.client import Judge
@@ -35,6 +37,19 @@ if TYPE_CHECKING:
 _ALNUM = re.compile(r"[^\W_]")
 CAPTION_WEIGHT = 0.5  # judge vs similarity inside a caption term (MedGRPO's 50/50)
 PART_WEIGHT = 0.5  # rule-based part vs caption part, for a task that has both (DVC)
+NO_JUDGE = "medvidbench rewards: no judge configured; caption rewards use semantic similarity alone"
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def say_once(message: str) -> None:
+    """Print ``message`` on stderr once per process, however many rewarders or threads (a
+    trainer's reward workers) reach it."""
+    with _said_lock:
+        if message in _said:
+            return
+        _said.add(message)
+    print(message, file=sys.stderr)
 
 
 @dataclass(slots=True)
@@ -85,6 +100,23 @@ class Rewards:
                 out[f"normalised_{name}"] = float(values[i])
         return out
 
+    def summary(self, prefix: str = "medvidbench") -> dict[str, float]:
+        """Per task, the batch's mean reward, raw reward, raw terms (``raw_format``: the share
+        of readable answers) and, with statistics, normalised terms, as
+        ``{prefix}/{task}/{name}`` (what a trainer logs)."""
+        out: dict[str, float] = {}
+        tasks = np.asarray(self.task)
+        for task in sorted(set(self.task)):
+            rows = tasks == task
+            means = {"reward": self.reward[rows], "raw": self.raw[rows]}
+            means |= {f"raw_{name}": v[rows] for name, v in self.terms.items()}
+            if self.sources:  # without statistics the normalised terms are the raw ones
+                means |= {f"normalised_{name}": v[rows] for name, v in self.normalised.items()}
+            for name, values in means.items():
+                if not np.isnan(values).all():
+                    out[f"{prefix}/{task}/{name}"] = float(np.nanmean(values))
+        return out
+
 
 def combine(
     task: TaskReward,
@@ -132,6 +164,9 @@ class Rewarder:
             default (``RewardSpec.board_format``: on for MedVidBench).
         variants: Alternative raw rewards by task (``{"tal": "iou"}``: TAL's continuous
             set-level IoU); statistics must have been fitted with the same variants.
+        saturation_margin: Warn (:class:`~medvidbench.rewards.saturation.RewardSaturationWarning`,
+            once per task, dataset and term) when the policy's median raw term passes the
+            reference's by this many IQRs (:mod:`~medvidbench.rewards.saturation`); None: never.
     """
 
     def __init__(
@@ -144,10 +179,16 @@ class Rewarder:
         embedder: Any = None,
         board_format: bool | None = None,
         variants: Mapping[str, str] | None = None,
+        saturation_margin: float | None = DEFAULT_MARGIN,
     ) -> None:
         self.board_format = board_format
         self.variants = dict(variants or {})
         self.normalisers: dict[str, Normaliser] = {}
+        self.saturation = (  # watches the normalisers' benchmarks (none: nothing to watch)
+            None
+            if saturation_margin is None
+            else SaturationMonitor(self.normalisers, saturation_margin)
+        )
         for s in (
             []
             if stats is None
@@ -161,9 +202,10 @@ class Rewarder:
             self.normalisers[loaded.benchmark] = Normaliser(loaded, k)
         self.k = k
         self.judge = judge
+        for normaliser in self.normalisers.values():
+            self._check_judge(normaliser.stats)
         self.options = {slug: dict(v) for slug, v in (options or {}).items()}
         self._embedder = embedder
-        self._warned_no_judge = False
 
     @staticmethod
     def _check(stats: RewardStats) -> None:
@@ -175,6 +217,27 @@ class Rewarder:
                 f"{stats.scorer_version} ({stats.profile}); this installation scores with "
                 f"{bench.scorer_version} ({spec.profile}): fit them again with "
                 "`medvidbench rewards fit`"
+            )
+
+    def _check_judge(self, stats: RewardStats) -> None:
+        """Refuse statistics fitted with another judge setting than this rewarder's: fitted
+        without a judge and used with one, the judge term would pass through raw (no
+        statistics know it) into the caption mix; with another judge, it would be normalised
+        by another judge's scale."""
+        if not any(t.judged for t in spec_of(benchmarks.get(stats.benchmark)).tasks.values()):
+            return
+        fitted = stats.provenance.get("judge")
+        mine = self.judge.config.config_id if self.judge is not None else None
+        if fitted != mine:
+
+            def said(v: Any) -> str:
+                return "no judge" if v is None else f"judge configuration {v}"
+
+            raise UsageError(
+                f"the {stats.benchmark} reward statistics were fitted with {said(fitted)}; "
+                f"this rewarder uses {said(mine)}: fit them again with the judge you train "
+                "with (`medvidbench rewards fit --judge ...`), or train with the judge "
+                "setting they were fitted with"
             )
 
     def _check_variants(self, stats: RewardStats) -> None:
@@ -261,17 +324,10 @@ class Rewarder:
         if judging is not None:
             for idx, values in judging():
                 terms[JUDGE][idx] = values
-        elif (
-            self.judge is None
-            and not self._warned_no_judge
-            and any(spec_of(benchmarks.get(slug)).tasks[task].judged for slug, task in groups)
+        elif self.judge is None and any(
+            spec_of(benchmarks.get(slug)).tasks[task].judged for slug, task in groups
         ):
-            self._warned_no_judge = True
-            print(
-                "medvidbench rewards: no judge configured; caption rewards use semantic "
-                "similarity alone",
-                file=sys.stderr,
-            )
+            say_once(NO_JUDGE)
         return self._finish(rows, terms)
 
     def _start_judging(
@@ -358,7 +414,7 @@ class Rewarder:
                 )
                 * guard
             )
-        return Rewards(
+        out = Rewards(
             reward,
             raw,
             terms,
@@ -368,3 +424,6 @@ class Rewarder:
             [slug for slug, _, _ in rows],
             sources if self.normalisers else [],
         )
+        if self.saturation is not None and self.normalisers:
+            self.saturation.observe(out.benchmark, out.task, out.dataset, terms)
+        return out

@@ -6,11 +6,18 @@ dataset as a list (here ``ground_truth`` and ``task``, as ``medvidbench rewards 
 writes them), and logs each function under its ``__name__``. A row the function does not cover
 (another task) gets None, which TRL ignores for that function.
 
+TRL (1.x) also passes ``log_metric(name, value)`` and ``log_extra(column, values)``: through
+them the function logs, per task, the batch's mean reward, raw reward, raw and normalised terms,
+share of readable answers and whether the policy has saturated the normalisation
+(``medvidbench/stg/raw_score``, ... averaged over each logging step next to TRL's own
+``reward``), and adds each completion's task and raw reward to the completions table.
+
 Importing this module imports neither TRL nor torch; the scorers load on the first call.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +35,7 @@ def reward_function(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     name: str | None = None,
     rewarder: Rewarder | None = None,
+    rollouts: str | Path | None = None,
 ) -> Callable[..., list[float | None]]:
     """A GRPO reward function scoring with the benchmarks' own scorers.
 
@@ -37,6 +45,8 @@ def reward_function(
         k, judge, options: As for :class:`~medvidbench.rewards.Rewarder`.
         name: What TRL logs it as (default ``medvidbench`` or ``medvidbench_<task>``).
         rewarder: Share one :class:`~medvidbench.rewards.Rewarder` between several functions.
+        rollouts: Append every scored completion with its ground truth to this JSON-lines file
+            (``{"completion", "ground_truth"}``), for ``medvidbench rewards fit --rollouts``.
 
     The returned function keeps its last batch's :class:`~medvidbench.rewards.Rewards` as
     ``.last`` (raw and normalised terms, for logging).
@@ -68,6 +78,11 @@ def reward_function(
             for n, i in enumerate(rows):
                 out[i] = float(result.reward[n])
             reward.last = result  # type: ignore[attr-defined]
+            if rollouts is not None:
+                append_rollouts(
+                    rollouts, [completions[i] for i in rows], [ground_truth[i] for i in rows]
+                )
+            _log(reward.__name__, scorer, result, rows, len(completions), kwargs)
         return out
 
     reward.__name__ = name or (
@@ -78,4 +93,45 @@ def reward_function(
     return reward
 
 
-__all__ = ["Rewards", "reward_function"]
+def _log(
+    prefix: str,
+    scorer: Rewarder,
+    result: Rewards,
+    rows: Sequence[int],
+    n: int,
+    kwargs: Mapping[str, Any],
+) -> None:
+    """Per-task metrics through TRL's ``log_metric``, per-completion columns through its
+    ``log_extra`` (either absent: nothing)."""
+    log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
+    if callable(log_metric):
+        metrics = result.summary(prefix)
+        if scorer.saturation is not None and scorer.normalisers:
+            saturated = {s.task for s in scorer.saturation.status()}
+            for name in sorted(set(result.task)):
+                metrics[f"{prefix}/{name}/saturated"] = float(name in saturated)
+        for key, value in metrics.items():
+            log_metric(key, value)
+    if callable(log_extra):
+        tasks: list[str | None] = [None] * n
+        raw: list[float | None] = [None] * n
+        for k, i in enumerate(rows):
+            tasks[i], raw[i] = result.task[k], float(result.raw[k])
+        log_extra(f"{prefix}_task", tasks)
+        log_extra(f"{prefix}_raw", raw)
+
+
+def append_rollouts(
+    path: str | Path, completions: Sequence[Any], ground_truths: Sequence[Any]
+) -> None:
+    """Append completions and their ground-truth columns to a JSON-lines rollouts file (one
+    write per batch; give each training process a file of its own)."""
+    lines = "".join(
+        json.dumps({"completion": c, "ground_truth": g}, ensure_ascii=False) + "\n"
+        for c, g in zip(completions, ground_truths, strict=True)
+    )
+    with Path(path).open("a", encoding="utf-8") as fh:
+        fh.write(lines)
+
+
+__all__ = ["Rewards", "append_rollouts", "reward_function"]

@@ -1,11 +1,16 @@
-"""verl-style reward functions: ``compute_score`` for verl's per-sample reward manager,
-``compute_score_batch`` for its batch manager.
+"""verl reward functions: ``compute_score`` for verl's ``naive`` reward manager (verl 0.9.x:
+``reward.custom_reward_function.path``/``name``), ``compute_score_batch`` for the ``batch``
+manager of releases up to 0.7.0 (docs/rewards.md).
 
-Point ``custom_reward_function.path`` at this file and ``custom_reward_function.name`` at one of
-the two; ``custom_reward_function.reward_kwargs`` reach them as keyword arguments (``stats``,
-``k``, ``judge``: ``none`` or ``openai``, ``options``). Each call returns
-``{"score", "raw", "format"}``: verl trains on ``score`` and logs the others.
+``reward_kwargs`` reach them as keyword arguments (``stats``, ``k``, ``judge``: ``none`` or
+``openai``, ``options``). Each row's result is a dict with the same keys for every row
+(:data:`KEYS`), as verl's reward loop requires: ``score`` (what verl trains on), ``raw``,
+``format`` and the raw and normalised terms (NaN where a term does not apply to the row's
+task), which verl keeps as the rows' extra info and, in validation, averages per
+``data_source`` (``benchmark/task``, as ``rewards prepare --style verl`` writes it).
 
+verl calls ``compute_score`` from a thread pool and from several worker processes; each process
+builds one :class:`~medvidbench.rewards.Rewarder` per setting, however many threads ask at once.
 Importing this module imports neither verl nor torch; the scorers load on the first call.
 """
 
@@ -13,15 +18,26 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-from medvidbench.rewards import Rewarder
+from medvidbench.core.rewards import JUDGE, SCORE, SIMILARITY
+from medvidbench.rewards import Rewarder, Rewards
+
+TERMS = (SCORE, SIMILARITY, JUDGE)
+KEYS = (
+    "score",
+    "raw",
+    "format",
+    *(f"raw_{t}" for t in TERMS),
+    *(f"normalised_{t}" for t in TERMS),
+)
+_rewarders: dict[tuple[str | None, float, str, str], Rewarder] = {}
+_lock = threading.Lock()
 
 
-@lru_cache(maxsize=8)
-def _rewarder(stats: str | None, k: float, judge: str, options: str) -> Rewarder:
+def _build(stats: str | None, k: float, judge: str, options: str) -> Rewarder:
     llm = None
     if judge == "openai":
         from medvidbench import benchmarks
@@ -37,11 +53,22 @@ def _rewarder(stats: str | None, k: float, judge: str, options: str) -> Rewarder
 
 
 def _get(stats: str | None, k: float, judge: str, options: Mapping[str, Any] | None) -> Rewarder:
-    return _rewarder(stats, float(k), judge, json.dumps(options or {}, sort_keys=True))
+    key = (stats, float(k), judge, json.dumps(options or {}, sort_keys=True))
+    with _lock:  # verl's threads ask at once: one rewarder (and one encoder) per setting
+        if key not in _rewarders:
+            _rewarders[key] = _build(*key)
+        return _rewarders[key]
 
 
-def _row(reward: float, raw: float, fmt: float) -> dict[str, float]:
-    return {"score": reward, "raw": raw, "format": 0.0 if math.isnan(fmt) else fmt}
+def _row(out: Rewards, i: int) -> dict[str, float]:
+    fmt = float(out.terms["format"][i])
+    row = {"score": float(out.reward[i]), "raw": float(out.raw[i])}
+    row["format"] = 0.0 if math.isnan(fmt) else fmt
+    for t in TERMS:
+        row[f"raw_{t}"] = float(out.terms[t][i])
+        # without statistics the normalised terms are the raw ones, as the reward is
+        row[f"normalised_{t}"] = float(out.normalised[t][i])
+    return {key: row[key] for key in KEYS}  # the same keys, in the same order, on every row
 
 
 def compute_score(
@@ -55,9 +82,9 @@ def compute_score(
     judge: str = "none",
     options: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
-    """One response's reward (verl's naive reward manager calls it once per response)."""
+    """One response's reward (verl's ``naive`` reward manager calls it once per response)."""
     out = _get(stats, k, judge, options).score([solution_str], [ground_truth])
-    return _row(float(out.reward[0]), float(out.raw[0]), float(out.terms["format"][0]))
+    return _row(out, 0)
 
 
 def compute_score_batch(
@@ -71,10 +98,7 @@ def compute_score_batch(
     judge: str = "none",
     options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, float]]:
-    """A batch's rewards in one pass (verl's batch reward manager): one encoder batch for the
-    similarities and one concurrent judge pool for the captions."""
+    """A batch's rewards in one pass (the ``batch`` reward manager of verl up to 0.7.0): one
+    encoder batch for the similarities and one concurrent judge pool for the captions."""
     out = _get(stats, k, judge, options).score(list(solution_strs), list(ground_truths))
-    return [
-        _row(float(r), float(w), float(f))
-        for r, w, f in zip(out.reward, out.raw, out.terms["format"], strict=True)
-    ]
+    return [_row(out, i) for i in range(len(out))]

@@ -64,6 +64,11 @@ def prompt(item: Item) -> dict[str, Any]:
     return {"question": item.question, "media": {"images": list(item.images)}}
 
 
+def visuals(item: Item, record: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The item's images, as the test file names them."""
+    return {"images": list(item.images), "videos": []}
+
+
 def _iou_of(task: str) -> Any:
     key = f"{task}.miou"
 
@@ -90,4 +95,5 @@ def spec() -> RewardSpec:
         encode_item=encode,
         decode_item=decode,
         prompt=prompt,
+        visuals=visuals,
     )

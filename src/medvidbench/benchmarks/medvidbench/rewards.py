@@ -127,6 +127,17 @@ def prompt(item: Sample) -> dict[str, Any]:
     }
 
 
+def visuals(item: Sample, record: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The clip as the training file's record names it (``video``: a video file or its frame
+    files), read as the exported lmms-eval task reads it; nothing when the record names none."""
+    video = record.get("video")
+    if isinstance(video, str) and video:
+        return {"images": [], "videos": [{"video": video}]}
+    if isinstance(video, list) and video and all(isinstance(f, str) for f in video):
+        return {"images": [], "videos": [{"video": list(video)}]}
+    return {"images": [], "videos": []}
+
+
 # --- the rule-based terms ---------------------------------------------------------------------
 
 
@@ -377,5 +388,6 @@ def spec() -> RewardSpec:
         batch_options=batch_options,
         row_extras=row_extras,
         prompt=prompt,
+        visuals=visuals,
         board_format=True,
     )
