@@ -14,6 +14,7 @@ from medvidbench import benchmarks
 from medvidbench.core.benchmark import Metric
 from medvidbench.core.evaluation import evaluate
 from medvidbench.core.scoring import SampleResult
+from medvidbench.core.standings import Standings, positions_of
 from medvidbench.core.statistics import (
     Bootstrap,
     Design,
@@ -23,9 +24,7 @@ from medvidbench.core.statistics import (
     cluster_counts,
     interval,
     paired,
-    rank_intervals,
     sample_means,
-    tie_groups,
 )
 
 MEDVIDBENCH = benchmarks.get("medvidbench")
@@ -235,7 +234,7 @@ def test_identical_entries_are_not_distinguishable_and_a_better_one_is(
         assert lo <= (d.difference or 0) <= hi
 
 
-def test_rank_intervals_and_tie_groups() -> None:
+def test_ranks_intervals_and_groups_from_paired_replicates() -> None:
     metrics = [
         Metric("a", "A", "t", "a"),
         Metric("b", "B", "t", "b", higher_is_better=False),
@@ -247,15 +246,15 @@ def test_rank_intervals_and_tie_groups() -> None:
     noise = np.stack([rng.normal(0, 0.01, size=(reps, 3)) for _ in base])
     values = base[:, None, :] + noise  # entries x replicates x metrics
     values[2] = values[1]  # entries 1 and 2 identical in every replicate
-    positions, bounds = rank_intervals(values, metrics)
-    assert positions.shape == (reps, 4)
-    assert bounds[0].tolist() == [1, 1] and bounds[3].tolist() == [4, 4]
-    assert bounds[1].tolist() == bounds[2].tolist() == [2, 2]  # tied: they share the position
-    assert tie_groups([0, 1, 2, 3], bounds) == [1, 2, 2, 3]
+    positions = positions_of(values, metrics)
+    assert positions.shape == (4, reps)
+    got = Standings.of(positions, [0, 1, 2, 3])
+    assert got.ranks.tolist() == [1, 2, 2, 4]  # tied: they share the rank
+    assert got.bounds.tolist() == [[1, 1], [2, 3], [2, 3], [4, 4]]
+    assert got.groups == [1, 2, 2, 3]
     # a missing metric ranks last in its column, as on the board
     values[3, :, 0] = np.nan
-    _, bounds = rank_intervals(values, metrics)
-    assert bounds[3].tolist() == [4, 4]
+    assert Standings.of(positions_of(values, metrics), [0, 1, 2, 3]).bounds[3].tolist() == [4, 4]
 
 
 def test_weighted_ratios_renormalise_over_defined_terms() -> None:
@@ -272,7 +271,7 @@ def test_weighted_ratios_renormalise_over_defined_terms() -> None:
 def test_vectorised_competition_ranks_match_scipy() -> None:
     from scipy.stats import rankdata
 
-    from medvidbench.core.statistics import _min_ranks
+    from medvidbench.core.standings import _min_ranks
 
     x = np.round(np.random.default_rng(1).random((200, 40)), 1)  # many ties
     assert (_min_ranks(x) == rankdata(x, method="min", axis=1)).all()
@@ -327,7 +326,7 @@ def test_judged_intervals_added_to_a_scored_report_equal_one_evaluation(
 def test_replicate_ranks_match_scipy_with_missing_last(scale: int) -> None:
     from scipy.stats import rankdata
 
-    from medvidbench.core.statistics import MISSING_CODE, _replicate_ranks
+    from medvidbench.core.standings import MISSING_CODE, _replicate_ranks
 
     rng = np.random.default_rng(2)
     codes = rng.integers(-5 * scale, 5 * scale, size=(300, 40))  # entries x replicates
@@ -339,9 +338,9 @@ def test_replicate_ranks_match_scipy_with_missing_last(scale: int) -> None:
 
 def test_rank_intervals_from_the_rank_replicates_are_stable() -> None:
     """Ranks use the first RANK_REPLICATES replicates: on a board of 100 entries with
-    realistic noise and ties, no end of a rank interval moves by more than one place against
+    realistic noise and ties, no end of a rank interval moves by more than three places against
     all 1,000, and three in four do not move at all."""
-    from medvidbench.core.statistics import RANK_REPLICATES
+    from medvidbench.core.standings import RANK_REPLICATES
 
     metrics = [Metric(k, k, "t", k) for k in "abcdef"] + [
         Metric("llm", "L", "t", "llm", "1-5"),
@@ -354,9 +353,12 @@ def test_rank_intervals_from_the_rank_replicates_are_stable() -> None:
     point[1] = point[0]  # two identical entries
     values = point[:, None, :] + rng.normal(0, 0.015, (100, 1000, len(metrics)))
     values[1] = values[0]
-    _, full = rank_intervals(values, metrics)
-    _, prefix = rank_intervals(values[:, :RANK_REPLICATES], metrics)
+    order = list(range(100))
+    full = Standings.of(positions_of(values, metrics), order).bounds
+    prefix = Standings.of(positions_of(values[:, :RANK_REPLICATES], metrics), order).bounds
     moved = np.abs(prefix - full)
-    assert moved.max() <= 1
-    assert (moved == 0).mean() > 0.7
+    # a paired test decides at 195 of 200 against 975 of 1,000: a pair near that line can
+    # flip, moving an end by a place or three (seeds 4-6: 78-84 % of ends do not move)
+    assert moved.max() <= 3
+    assert (moved == 0).mean() > 0.75
     assert (full[:, 1] - full[:, 0]).max() >= 3  # intervals wide enough for a move to show

@@ -46,10 +46,15 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
 
     rows = {r["model_name"]: r for r in client.get("/api/v1/boards/community").json()}
     strong, shuffled, weak = (rows[f"Model-{n}"] for n in ("strong", "shuffled", "weak"))
-    # identical answers: in every resample neither is better, so both rank first
-    assert strong["rank_interval"] == shuffled["rank_interval"] == [1, 1]
+    # identical answers: in no resample is either better, so both rank first (one medal each)
+    # and either could hold places 1 and 2; the weak one is behind both in every resample
+    assert strong["rank"] == shuffled["rank"] == 1 and {strong["place"], shuffled["place"]} == {
+        1,
+        2,
+    }
+    assert strong["rank_interval"] == shuffled["rank_interval"] == [1, 2]
     assert strong["tie_group"] == shuffled["tie_group"] != weak["tie_group"]
-    assert weak["rank_interval"] == [3, 3]
+    assert weak["rank"] == 3 and weak["rank_interval"] == [3, 3]
     official = client.get("/api/v1/boards/official").json()
     assert official and all(r["rank_interval"] is None for r in official)
     assert all(
@@ -57,7 +62,8 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     )
 
     board = client.get("/b/medvidbench/board/community").text
-    assert 'class="rank-ci"' in board and "(1)" in board and 'id="intervals-toggle"' in board
+    assert 'class="rank-ci"' in board and "(1–2)" in board and 'id="intervals-toggle"' in board
+    assert board.count('class="medal m1"') == 2  # the two identical entries share gold
     plain = client.get("/b/medvidbench/board/community?intervals=off").text
     assert 'class="rank-ci"' not in plain and "Show rank intervals" in plain
     assert "(n/a)" in client.get("/b/medvidbench/board/official").text
@@ -85,7 +91,7 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     exported = client.get("/api/v1/benchmarks/medvidbench/boards/community?format=csv").text
     table = list(csv.DictReader(io.StringIO(exported)))
     top = next(r for r in table if r["model"] == "Model-strong")
-    assert (top["rank_interval_low"], top["rank_interval_high"]) == ("1", "1")
+    assert (top["rank_interval_low"], top["rank_interval_high"]) == ("1", "2")
     assert float(top["STG_mIoU low"]) <= float(top["STG_mIoU"]) <= float(top["STG_mIoU high"])
 
 

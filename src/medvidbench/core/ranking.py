@@ -6,7 +6,9 @@
 2. Rows are ordered by average rank, then: more first places; lower sum of ranks; higher sum of
    value / column best (for a lower-is-better column, best / value; a column whose best is
    <= 0 or missing adds 0); model name.
-3. Displayed ranks are 1..n without gaps; each board is ranked within itself.
+3. Places are 1..n without gaps; each board is ranked within itself. (The rank a board shows
+   is 1 + the number of rows significantly better in its paired replicates:
+   core/standings.py.)
 
 A pending (not yet judged) metric is missing, not zero. Also reported per row: the number of
 metrics present and the normalised average (each value on 0-1 with 1 the best, as its metric's

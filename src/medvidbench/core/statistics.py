@@ -16,36 +16,45 @@ from __future__ import annotations
 
 import base64
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from medvidbench.core.benchmark import Metric
+from medvidbench.core.intervals import (
+    CONFIDENCE,
+    interval,
+    metric_interval,
+    minimum_detectable,
+)
+
+__all__ = ["CONFIDENCE", "interval"]
 
 DEFAULT_REPLICATES = 1000
 DEFAULT_SEED = 0
-CONFIDENCE = 0.95
-# Rank intervals use the first this many of an entry's stored replicates. The draws are
-# independent and shared by every entry, so a prefix is a smaller bootstrap of the same kind,
-# still paired; the metric intervals keep all of them. A rank interval is two integers read off
-# the 2.5 and 97.5 percentiles of an entry's positions, and on boards like the real ones 200
-# replicates move an end by at most one place against 1,000 (tests/test_statistics.py checks
-# it), while a board ranks five times faster (docs/performance.md).
-RANK_REPLICATES = 200
 
 
 @dataclass(frozen=True, slots=True)
 class Ratio:
     """One term of a metric: ``weight * sum(num) / sum(den)``, the weight itself multiplied by
     ``sum(share[0]) / sum(share[1])`` when given (a dataset's share of the samples, which a
-    resample changes)."""
+    resample changes).
+
+    ``present`` groups the terms of one part (a dataset) whose rule scores the part 0 when it
+    has nothing countable (the published leaderboard's SA/CVS datasets, v1 DVC_F1's): the
+    terms sharing it form one unit, weighted by the sum of their weights, worth the weighted
+    mean of its defined terms, or 0 where none is defined but ``sum(present)`` is positive (the
+    dataset was drawn, with only unreadable answers), as the task's own aggregation scores
+    it; a unit not drawn is left out. A term without it is its own unit, left out where
+    ``sum(den)`` is 0 (the weights renormalise over the others)."""
 
     num: str
     den: str
     weight: float = 1.0
     share: tuple[str, str] | None = None
+    present: str | None = None
 
 
 @dataclass(slots=True)
@@ -85,7 +94,7 @@ def point_values(part: Linearised, keys: Sequence[str]) -> dict[str, float | Non
             names.setdefault(name, len(names))
     for terms in part.formulas.values():
         for t in terms:
-            for name in (t.num, t.den, *(t.share or ())):
+            for name in _feature_names(t):
                 names.setdefault(name, len(names))
     sums = np.zeros(len(names))
     for _, feats in part.rows:
@@ -100,6 +109,10 @@ def point_values(part: Linearised, keys: Sequence[str]) -> dict[str, float | Non
         value = float(evaluate_formula(formula, sums, names)[0])
         out[key] = None if np.isnan(value) else value
     return out
+
+
+def _feature_names(term: Ratio) -> tuple[str, ...]:
+    return (term.num, term.den, *(term.share or ()), *((term.present,) if term.present else ()))
 
 
 def evaluate_formula(terms: Sequence[Ratio], sums: np.ndarray, column: Mapping[str, int]) -> Any:
@@ -118,10 +131,27 @@ def evaluate_formula(terms: Sequence[Ratio], sums: np.ndarray, column: Mapping[s
     valid = den > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(valid, num / np.where(valid, den, 1.0), 0.0)
-    w = np.where(valid, weights, 0.0)
+    units = [j for j, t in enumerate(terms) if t.present is None]
+    unit_w = [np.where(valid[:, units], weights[:, units], 0.0)]
+    unit_v = [ratio[:, units]]
+    groups: dict[str, list[int]] = {}
+    for j, t in enumerate(terms):
+        if t.present is not None:
+            groups.setdefault(t.present, []).append(j)
+    for present, members in groups.items():
+        w = np.where(valid[:, members], weights[:, members], 0.0)
+        inside = w.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = np.where(
+                inside > 0, (w * ratio[:, members]).sum(axis=1) / np.where(inside > 0, inside, 1), 0
+            )
+        drawn = sums[:, column[present]] > 0
+        unit_w.append(np.where(drawn, weights[:, members].sum(axis=1), 0.0)[:, None])
+        unit_v.append(value[:, None])
+    w, v = np.concatenate(unit_w, axis=1), np.concatenate(unit_v, axis=1)
     total = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(total > 0, (w * ratio).sum(axis=1) / np.where(total > 0, total, 1.0), np.nan)
+        out = np.where(total > 0, (w * v).sum(axis=1) / np.where(total > 0, total, 1.0), np.nan)
     return out
 
 
@@ -155,7 +185,7 @@ class Design:
                     vals.append(value)
         for terms in formulas.values():
             for t in terms:
-                for name in (t.num, t.den, *(t.share or ())):
+                for name in _feature_names(t):
                     names.setdefault(name, len(names))
         flat = np.bincount(
             np.asarray(rows, dtype=np.int64) * len(names) + np.asarray(cols, dtype=np.int64),
@@ -174,6 +204,17 @@ class Design:
         col = self.column()
         return {k: float(evaluate_formula(t, sums, col)[0]) for k, t in self.formulas.items()}
 
+    def clusters_of(self, key: str) -> int:
+        """How many clusters hold an item that counts in metric ``key`` (its denominators, or
+        its ``present`` features): the number of independent pieces of evidence behind it."""
+        col = self.column()
+        names = {
+            col[n] for t in self.formulas.get(key, ()) for n in (t.den, t.present) if n is not None
+        }
+        if not names:
+            return 0
+        return int((self.matrix[:, sorted(names)] > 0).any(axis=1).sum())
+
     def replicates(self, counts: np.ndarray, keys: Sequence[str]) -> np.ndarray:
         """Replicates x metrics (NaN where a metric is undefined or absent)."""
         sums = counts @ self.matrix
@@ -188,10 +229,19 @@ class Design:
 def cluster_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
     """How often each cluster is drawn in each replicate (replicates x clusters), a function of
     (clusters, replicates, seed) alone, so a process draws them once per test set: a server's
-    first bootstrap of a test set draws them, every later one reuses them. (Drawing them in
-    the start-up warm-up made the first submission slower: the warm-up thread still ran when
-    it arrived, bench/bench_server.py.)"""
-    return _drawn_counts(n_clusters, replicates, seed).astype(np.float64)
+    start-up warm-up draws them (:func:`draw_cluster_counts`), every bootstrap reuses them."""
+    return draw_cluster_counts(n_clusters, replicates, seed).astype(np.float64)
+
+
+_DRAWING = threading.Lock()
+
+
+def draw_cluster_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
+    """The cluster counts, drawn once per process: a caller arriving while another thread
+    draws them (a first submission during a server's warm-up) waits for those instead of
+    drawing them a second time alongside (which once made the first submission slower)."""
+    with _DRAWING:
+        return _drawn_counts(n_clusters, replicates, seed)
 
 
 @functools.lru_cache(maxsize=4)
@@ -209,16 +259,6 @@ def _drawn_counts(n_clusters: int, replicates: int, seed: int) -> np.ndarray:
     return compact
 
 
-def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """The percentile interval of bootstrap values (None when no replicate is defined)."""
-    v = values[~np.isnan(values)]
-    if v.size == 0:
-        return None
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(v, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 @dataclass(slots=True)
 class Bootstrap:
     """A submission's bootstrap: settings, intervals and the replicates (for pairing)."""
@@ -231,16 +271,22 @@ class Bootstrap:
     keys: list[str]
     values: np.ndarray  # replicates x keys
     intervals: dict[str, tuple[float, float] | None]
+    # per metric: the clusters holding its items, and whether its interval was widened (few
+    # clusters, or every replicate alike: core/intervals.py)
+    metric_clusters: dict[str, int] = field(default_factory=dict)
+    widened: list[str] = field(default_factory=list)
 
     def to_dict(self, with_replicates: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "method": "cluster bootstrap, percentile interval",
+            "method": METHOD,
             "seed": self.seed,
             "replicates": self.replicates,
             "confidence": self.confidence,
             "cluster_rule": self.cluster_rule,
             "clusters": self.clusters,
             "intervals": {k: list(v) if v else None for k, v in self.intervals.items()},
+            "metric_clusters": dict(self.metric_clusters),
+            "widened": list(self.widened),
         }
         if with_replicates:
             out["keys"] = self.keys
@@ -285,6 +331,12 @@ def public(statistics: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in statistics.items() if k not in ("keys", "values")}
 
 
+METHOD = (
+    "cluster bootstrap, percentile interval; below 30 clusters widened to a cluster-robust t "
+    "interval (G-1 degrees of freedom); never a single point (Wilson)"
+)
+
+
 def bootstrap(
     design: Design,
     keys: Sequence[str],
@@ -292,9 +344,23 @@ def bootstrap(
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     confidence: float = CONFIDENCE,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> Bootstrap:
+    """Every metric of ``keys``: replicates and interval (``bounds``: each metric's scale, which
+    an interval stays within and which lets an all-alike one be given a width)."""
     counts = cluster_counts(len(design.clusters), replicates, seed)
     values = design.replicates(counts, keys)
+    point = design.point()
+    intervals: dict[str, tuple[float, float] | None] = {}
+    clusters, widened = {}, []
+    for j, k in enumerate(keys):
+        clusters[k] = design.clusters_of(k)
+        found, wider = metric_interval(
+            values[:, j], point.get(k), clusters[k], (bounds or {}).get(k), confidence
+        )
+        intervals[k] = found
+        if wider:
+            widened.append(k)
     return Bootstrap(
         seed,
         replicates,
@@ -303,7 +369,9 @@ def bootstrap(
         len(design.clusters),
         list(keys),
         values,
-        {k: interval(values[:, j], confidence) for j, k in enumerate(keys)},
+        intervals,
+        clusters,
+        widened,
     )
 
 
@@ -314,6 +382,8 @@ class Difference:
     metric: str
     difference: float | None
     interval: tuple[float, float] | None
+    # the smallest true difference a paired 5 % test finds in 80 % of test sets like this one
+    detectable: float | None = None
 
     @property
     def distinguishable(self) -> bool | None:
@@ -339,135 +409,6 @@ def paired(
         pa, pb = point_a.get(k), point_b.get(k)
         diff = None if pa is None or pb is None else float(pa) - float(pb)
         iv = interval(a[:, j] - b[:, j], confidence) if diff is not None else None
-        out.append(Difference(k, diff, iv))
+        found = minimum_detectable(a[:, j] - b[:, j]) if diff is not None else None
+        out.append(Difference(k, diff, iv, found))
     return out
-
-
-def _min_ranks(values: np.ndarray) -> np.ndarray:
-    """Row by row, competition ("min") ranks of ascending values: ties share the smaller rank
-    (1, 1, 3). Vectorised: one sort of the whole matrix."""
-    rows, cols = values.shape
-    order = np.argsort(values, axis=1, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=1)
-    new = np.ones((rows, cols), dtype=bool)
-    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    first = np.maximum.accumulate(np.where(new, np.arange(cols), 0), axis=1)
-    ranks = np.empty((rows, cols), dtype=np.float64)
-    np.put_along_axis(ranks, order, first + 1.0, axis=1)
-    return ranks
-
-
-# A missing value's code: after every present one (see :func:`rank_codes`).
-MISSING_CODE = np.iinfo(np.int64).max
-_INFINITE_CODE = 2**62  # beyond rint(v * 1000) of any finite metric value
-
-
-def rank_codes(values: np.ndarray, metrics: Sequence[Metric]) -> np.ndarray:
-    """Integer codes of ``values`` (..., metrics) that order and tie as the board ranks them,
-    best first: per ranked metric, ``rint(v * 1000)``, negated where higher is better, and
-    :data:`MISSING_CODE` for a missing value. Returns (..., ranked metrics).
-
-    ``np.round(v, 3)`` is ``rint(v * 1000) / 1000``, so the codes compare and tie exactly as
-    the rounded values do.
-
-    Examples:
-        >>> from medvidbench.core.benchmark import Metric
-        >>> rank_codes(np.array([0.5004, np.nan]), [Metric("a", "A", "t", "a")]).tolist()
-        [-500, 9223372036854775807]
-    """
-    ranked = [j for j, m in enumerate(metrics) if m.ranked]
-    sign = np.array([-1.0 if metrics[j].higher_is_better else 1.0 for j in ranked])
-    v = values[..., ranked] * sign
-    missing = np.isnan(v)
-    scaled = np.rint(np.where(missing, 0.0, v) * 1000.0)
-    codes = np.clip(scaled, -_INFINITE_CODE, _INFINITE_CODE).astype(np.int64)
-    codes[missing] = MISSING_CODE
-    return codes
-
-
-def _replicate_ranks(codes: np.ndarray) -> np.ndarray:
-    """Competition ("min") ranks of entries x replicates codes within each replicate (column):
-    1 + the number of smaller codes; :data:`MISSING_CODE` ranks after every present code.
-
-    By counting when the codes span little against the number of entries (a metric rounded to
-    3 decimals spans about a thousand codes): one histogram of every replicate at once, each
-    offset by its replicate, and one running sum. Otherwise by one sort of each replicate.
-    """
-    entries, reps = codes.shape
-    low = int(codes.min(initial=0))
-    high = int(np.max(codes, where=codes != MISSING_CODE, initial=low))
-    span = high - low + 2  # the last bin holds the missing values
-    if span > 2 * entries:
-        return _sorted_ranks(np.minimum(codes, high + 1) - low, span)
-    bins = np.minimum(codes, high + 1)
-    bins += np.arange(reps, dtype=np.int64) * span - low
-    smaller = np.bincount(bins.ravel(), minlength=reps * span)
-    hist = smaller.copy()
-    np.cumsum(smaller, out=smaller)
-    smaller -= hist  # codes before each bin, every earlier replicate's too
-    ranks: np.ndarray = smaller[bins]
-    ranks -= np.arange(reps, dtype=np.int64) * entries - 1  # each earlier replicate's entries
-    return ranks
-
-
-def _sorted_ranks(codes: np.ndarray, span: int) -> np.ndarray:
-    """:func:`_replicate_ranks` of codes in [0, ``span``) by sorting each replicate: the keys
-    ``code * entries + entry`` sort as the codes and carry the entry along (a sort of integers
-    is far quicker than an argsort)."""
-    entries, reps = codes.shape
-    if span * entries >= 2**62:
-        return _min_ranks(codes.T).T.astype(np.int64)
-    keys = codes.T * entries + np.arange(entries, dtype=np.int64)
-    keys.sort(axis=1)
-    ordered, entry = np.divmod(keys, entries)
-    new = np.ones(keys.shape, dtype=bool)
-    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    first = np.maximum.accumulate(np.where(new, np.arange(entries), 0), axis=1)
-    ranks = np.empty((reps, entries), dtype=np.int64)
-    np.put_along_axis(ranks, entry, first + 1, axis=1)
-    return ranks.T
-
-
-def rank_intervals(
-    values: np.ndarray, metrics: Sequence[Metric], confidence: float = CONFIDENCE
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each entry's board position in every replicate, and its interval.
-
-    ``values`` is entries x replicates x metrics (a reported row repeats its fixed values).
-    Positions follow the published rule's first key: each ranked metric's competition rank
-    (3 decimals, its direction, missing last), averaged; an entry's position is 1 + the number
-    of entries with a strictly better average. Returns (positions: replicates x entries,
-    intervals: entries x 2).
-    """
-    codes = rank_codes(values, metrics)  # entries x replicates x ranked metrics
-    return rank_intervals_of_codes(np.ascontiguousarray(codes.transpose(2, 0, 1)), confidence)
-
-
-def rank_intervals_of_codes(
-    codes: np.ndarray, confidence: float = CONFIDENCE
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`rank_intervals` from :func:`rank_codes` laid out ranked metrics x entries x
-    replicates (what a board keeps of each entry, so that ranking again rounds nothing)."""
-    _, entries, reps = codes.shape
-    total = np.zeros((entries, reps), dtype=np.int64)
-    for by_metric in codes:
-        total += _replicate_ranks(by_metric)
-    # the averages share one denominator, so their order and ties are those of the sums
-    positions = _replicate_ranks(total)
-    tail = (1 - confidence) / 2 * 100
-    bounds = np.percentile(positions, [tail, 100 - tail], axis=1).T
-    return positions.T, np.rint(bounds).astype(int)
-
-
-def tie_groups(order: Sequence[int], bounds: np.ndarray) -> list[int]:
-    """Group numbers along the official order: a row joins the group above it when its rank
-    interval overlaps the interval of the group's first row (not distinguishable from it)."""
-    groups: list[int] = []
-    head = None
-    for i in order:
-        if head is None or bounds[i][0] > bounds[head][1]:
-            head = i
-            groups.append((groups[-1] + 1) if groups else 1)
-        else:
-            groups.append(groups[-1])
-    return groups

@@ -37,7 +37,11 @@ def find_board(session: Session, benchmark_id: int, kind: str) -> Board:
 
 @dataclass(slots=True)
 class BoardRow:
-    """One ranked row, ready for a page, the API or a CSV file."""
+    """One ranked row, ready for a page, the API or a CSV file.
+
+    ``rank`` is 1 + the number of rows significantly better (core/standings.py): rows that
+    cannot be told apart share it, and its medal; ``place`` is the row's place in the published
+    order (1..n), which the board is sorted by."""
 
     rank: int
     entry_id: int
@@ -57,8 +61,9 @@ class BoardRow:
     judge: dict[str, Any] | None
     source: str | None
     # How sure the numbers are (docs/statistics.md): the 95 % interval of each metric, the
-    # rank's interval over the board's joint bootstrap replicates and its tie group; None with
-    # the reason in ``interval_note`` (reported numbers have no per-item data).
+    # places the row could hold (from its rank to the rows not significantly worse than it) and
+    # its group; None with the reason in ``interval_note`` (reported numbers have no per-item
+    # data).
     missing_tasks: list[str] = field(default_factory=list)  # tasks the file did not answer
     # On a demo test set: "demo-scored" (ranked among themselves) or "demo-reported" (the real
     # test set's published numbers, ranked apart); "" otherwise.
@@ -67,6 +72,7 @@ class BoardRow:
     rank_interval: tuple[int, int] | None = None
     tie_group: int | None = None
     interval_note: str = ""
+    place: int = 0
 
 
 def board_rows(
@@ -86,13 +92,16 @@ def board_rows(
 
 def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     """A board's rows in three stages: read them, rank them, lay them out."""
-    read = _query(runtime, kind, bench_id)
-    ranked, uncertainty, section = _rank(read)
+    read = read_board(runtime, kind, bench_id)
+    # what ranking this board last time left, per part: a change of a few entries is ranked
+    # from it (exactly the same result, a fraction of the work)
+    held: dict[int, dict[str, Any]] = runtime.boards.get(("rank-sums", bench_id, kind), 0, dict)
+    ranked, uncertainty, section = _rank(read, held)
     return _rows(read, ranked, uncertainty, section)
 
 
 @dataclass(slots=True)
-class _Read:
+class BoardRead:
     """What a board is ranked from: plain rows of just the columns it shows."""
 
     definition: Any
@@ -119,7 +128,7 @@ class _Replicates:
     codes: np.ndarray | None
 
 
-def _query(runtime: Runtime, kind: str, bench_id: int) -> _Read:
+def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
     with runtime.sessions() as session:
         board = find_board(session, bench_id, kind)
         slug, demo = session.execute(
@@ -185,13 +194,14 @@ def _query(runtime: Runtime, kind: str, bench_id: int) -> _Read:
         ev = evals.get(e.submission_id) if e.submission_id else None
         found = (ev.metrics if ev else e.reported_metrics) or {}
         metrics.append({k: found.get(k) for k in definition.metric_keys})
-    return _Read(definition, demo, entries, subs, evals, metrics, prepared)
+    return BoardRead(definition, demo, entries, subs, evals, metrics, prepared)
 
 
 def _prepare(
     stats: dict[str, Any] | None, metrics: dict[str, Any], created_at: Any, definition: Any
 ) -> _Replicates:
-    from medvidbench.core.statistics import RANK_REPLICATES, Bootstrap, rank_codes
+    from medvidbench.core.standings import RANK_REPLICATES, rank_codes
+    from medvidbench.core.statistics import Bootstrap
 
     stamp = Bootstrap.stamp(stats)
     if stats is None or stamp is None:
@@ -207,9 +217,12 @@ def _prepare(
     return _Replicates(created_at, True, stamp, stats["intervals"], codes)
 
 
-def _rank(read: _Read) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
+def _rank(
+    read: BoardRead, held: dict[int, dict[str, Any]] | None = None
+) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
     """The official order, each row's uncertainty and, on a demo test set holding both,
-    which section a row is in."""
+    which section a row is in. ``held`` keeps, per part, what ranking it left for the next
+    time (see :func:`_rank_sums`)."""
     definition = read.definition
     raw = [
         (e, read.evals.get(e.submission_id) if e.submission_id else None, metrics)
@@ -237,13 +250,14 @@ def _rank(read: _Read) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
         )
         ranked += ranked_part
         where = {i: j for j, i in enumerate(part)}
-        found = _rank_uncertainty(
+        found = _standings(
             [
                 (None if ev is None else read.prepared.get(ev.id), metrics, ev is None)
                 for _, ev, metrics in (raw[i] for i in part)
             ],
             [where[int(r.key)] for r in ranked_part],  # type: ignore[call-overload]
             definition,
+            None if held is None else held.setdefault(n, {}),
         )
         for j, i in enumerate(part):
             uncertainty[i] = found[j]
@@ -253,11 +267,12 @@ def _rank(read: _Read) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
 
 
 def _rows(
-    read: _Read, ranked: list[Ranked], uncertainty: list[dict[str, Any]], section: list[str]
+    read: BoardRead, ranked: list[Ranked], uncertainty: list[dict[str, Any]], section: list[str]
 ) -> list[BoardRow]:
     definition = read.definition
     rows = []
     for r in ranked:
+        extra = dict(uncertainty[int(r.key)])  # type: ignore[call-overload]
         e = read.entries[int(r.key)]  # type: ignore[call-overload]
         ev = read.evals.get(e.submission_id) if e.submission_id else None
         sub = read.subs.get(e.submission_id) if e.submission_id else None
@@ -279,7 +294,8 @@ def _rows(
         )
         rows.append(
             BoardRow(
-                rank=r.rank,
+                rank=extra.pop("rank"),
+                place=r.rank,
                 entry_id=e.id,
                 model_name=e.model_name,
                 team=e.team_name,
@@ -298,56 +314,130 @@ def _rows(
                 source=e.source,
                 missing_tasks=list(sub.missing_tasks or []) if sub else [],
                 section=section[int(r.key)],  # type: ignore[call-overload]
-                **uncertainty[int(r.key)],  # type: ignore[call-overload]
+                **extra,
             )
         )
     return rows
 
 
-def _rank_uncertainty(
+def _standings(
     raw: list[tuple[_Replicates | None, dict[str, float | None], bool]],
     order: list[int],
     definition: Any,
+    held: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per row: metric intervals, rank interval and tie group from the joint replicates.
+    """Per row: its rank, metric intervals, the places it could hold and its group, from the
+    board's joint replicates (core/standings.py).
 
     Rows whose evaluations share the board's bootstrap (the most common replicate count and
     seed) are resampled together; every other row (reported numbers, evaluations stored without
     a bootstrap or with other settings) keeps its values in every replicate and gets no
-    interval, with the reason. Ranks use the first :data:`RANK_REPLICATES` replicates.
+    interval, with the reason. Ranks use the first :data:`RANK_REPLICATES` replicates; a board
+    with none is ranked on its values alone (ties sharing a rank).
     """
     from collections import Counter
 
-    from medvidbench.core.statistics import rank_codes, rank_intervals_of_codes, tie_groups
+    from medvidbench.core.standings import Standings
 
-    keys = list(definition.metric_keys)
     stamps = Counter(p.stamp for p, _, _ in raw if p is not None and p.stamp is not None)
     out: list[dict[str, Any]] = [{} for _ in raw]
-    if not stamps:
-        for i, (prepared, _, reported) in enumerate(raw):
-            out[i]["interval_note"] = _why_not(prepared, reported)
-        return out
-    board_stamp, _ = stamps.most_common(1)[0]
+    board_stamp = stamps.most_common(1)[0][0] if stamps else None
     shared = [p.codes for p, _, _ in raw if p is not None and p.stamp == board_stamp]
-    reps = min(c.shape[1] for c in shared if c is not None)
+    reps = min((c.shape[1] for c in shared if c is not None), default=1)
     per_entry = []  # ranked metrics x replicates, each
+    keys: list[Any] = []  # what each entry's codes are: its decoded replicates, or fixed values
     for i, (prepared, metrics, reported) in enumerate(raw):
-        if prepared is None or prepared.stamp != board_stamp or prepared.codes is None:
-            fixed = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]  # type: ignore[arg-type]
-            point = rank_codes(np.array(fixed), definition.metrics)[:, None]
-            per_entry.append(np.broadcast_to(point, (len(point), reps)))
+        if (
+            board_stamp is None
+            or prepared is None
+            or prepared.stamp != board_stamp
+            or prepared.codes is None
+        ):
+            fixed = _fixed_codes(metrics, definition)
+            per_entry.append(np.broadcast_to(fixed, (len(fixed), reps)))
+            keys.append(tuple(fixed[:, 0].tolist()))
             out[i]["interval_note"] = _why_not(prepared, reported)
             continue
         per_entry.append(prepared.codes[:, :reps])
+        keys.append(id(prepared.codes))  # held (in ``held``) as long as the key is
         out[i]["intervals"] = prepared.intervals
-    codes = np.stack(per_entry, axis=1)  # ranked metrics x entries x replicates
-    _, bounds = rank_intervals_of_codes(codes)
-    groups = tie_groups(order, bounds)
+    sums = _rank_sums(per_entry, keys, held)
+    found = Standings.of(sums, order)  # the sums order each replicate as the positions do
     for n, i in enumerate(order):
+        out[i]["rank"] = int(found.ranks[i])
+        if board_stamp is None:
+            continue
         if "intervals" in out[i]:
-            out[i]["rank_interval"] = (int(bounds[i][0]), int(bounds[i][1]))
-        out[i]["tie_group"] = groups[n]
+            out[i]["rank_interval"] = (int(found.bounds[i][0]), int(found.bounds[i][1]))
+        out[i]["tie_group"] = found.groups[n]
     return out
+
+
+# Above this many entries joining or leaving at once, a board is ranked from scratch.
+_MOST_CHANGES = 4
+
+
+def _rank_sums(
+    per_entry: list[np.ndarray], keys: list[Any], held: dict[str, Any] | None
+) -> np.ndarray:
+    """The board's :func:`~medvidbench.core.standings.rank_sums` (``per_entry``: each entry's
+    codes, ranked metrics x replicates), updated from those ``held`` from the last time when at
+    most :data:`_MOST_CHANGES` entries joined or left (a rescored entry leaves and joins),
+    otherwise counted afresh; then ``held`` keeps this board's for the next time. An entry is
+    known by its decoded replicates (the same object while its evaluation is unchanged:
+    read_board keeps them) or by its fixed codes."""
+    from medvidbench.core.standings import compact_codes, rank_sums
+
+    found = _changed_sums(per_entry, keys, held) if held else None
+    if found is None:
+        full = np.stack(per_entry)  # entries x metrics x replicates
+        found = rank_sums(full.transpose(1, 0, 2)), compact_codes(full)
+    sums, codes = found
+    if held is not None:
+        held.update(
+            shape=per_entry[0].shape, keys=keys, per_entry=per_entry, codes=codes, sums=sums
+        )
+    return sums
+
+
+def _changed_sums(
+    per_entry: list[np.ndarray], keys: list[Any], held: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """:func:`_rank_sums` from what ``held`` keeps, and the board's compact codes; None when
+    ranking afresh is due (too many changes, other replicates, codes that do not fit)."""
+    from medvidbench.core.standings import compact_codes, rank_sums_changed
+
+    if not held["keys"] or held["codes"] is None or held["shape"] != per_entry[0].shape:
+        return None
+    where: dict[Any, list[int]] = {}
+    for i, key in enumerate(held["keys"]):
+        where.setdefault(key, []).append(i)
+    source = [where[k].pop() if where.get(k) else -1 for k in keys]
+    added = [n for n, s in enumerate(source) if s < 0]
+    left = [i for unmatched in where.values() for i in unmatched]
+    if len(left) + len(added) > _MOST_CHANGES:
+        return None
+    gone = [compact_codes(held["per_entry"][i]) for i in left]
+    joining = [compact_codes(per_entry[a]) for a in added]
+    kept = np.maximum(source, 0)
+    codes = held["codes"][kept]  # entries x metrics x replicates, one gather
+    for a, compact in zip(added, joining, strict=True):
+        if compact is None:
+            return None
+        codes[a] = compact
+    fitting = [g for g in gone if g is not None]
+    if len(fitting) < len(gone):
+        return None
+    by_metric = codes.transpose(1, 0, 2)
+    return rank_sums_changed(held["sums"][kept], by_metric, fitting, added), codes
+
+
+def _fixed_codes(metrics: dict[str, float | None], definition: Any) -> np.ndarray:
+    """A row's rank codes in every replicate alike (ranked metrics x 1)."""
+    from medvidbench.core.standings import rank_codes
+
+    fixed = [np.nan if (v := metrics.get(k)) is None else float(v) for k in definition.metric_keys]
+    return rank_codes(np.array(fixed), definition.metrics)[:, None]
 
 
 def _why_not(prepared: _Replicates | None, reported: bool) -> str:
@@ -358,61 +448,39 @@ def _why_not(prepared: _Replicates | None, reported: bool) -> str:
     return "no interval: bootstrapped with other settings than the rest of the board"
 
 
-@dataclass(slots=True)
-class Comparison:
-    """Entry ``other`` against entry ``reference``, per metric: the difference and its paired
-    bootstrap interval (None with ``note`` when the two cannot be paired)."""
-
-    reference: str
-    other: str
-    differences: list[Any]
-    note: str = ""
-
-
-def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Comparison]:
-    """Each chosen row after the first against the first, paired on their shared replicates."""
-    from medvidbench.core.statistics import Bootstrap, paired
-
-    if len(rows) < 2:
-        return []
+def would_rank(runtime: Runtime, slug: str, submission_id: int) -> tuple[int, int] | None:
+    """Where a private submission would rank on its benchmark's community board, by the board's
+    own rule (its evaluation's replicates paired with the board's; ties shared), among the
+    rows it would be ranked with; None without an evaluation the board would show. Computed
+    once per board generation and evaluation."""
+    bench_id = current_benchmark(runtime, slug).id
     definition = runtime.definition(slug)
-    ids = [r.submission_id for r in rows if r.submission_id]
     with runtime.sessions() as session:
-        evals = current_evaluations(session, ids, definition)
-    stats = [evals[r.submission_id].statistics if r.submission_id in evals else None for r in rows]
-    keys = list(definition.metric_keys)
-    first, base = rows[0], stats[0]
-    out = []
-    for row, other in zip(rows[1:], stats[1:], strict=True):
-        shared = Bootstrap.stamp(base)
-        if base is None or other is None or shared is None or shared != Bootstrap.stamp(other):
-            reason = (
-                "reported numbers come without per-item results"
-                if first.submission_id is None or row.submission_id is None
-                else "not bootstrapped together (scored without a bootstrap, or with other "
-                "settings)"
-            )
-            out.append(
-                Comparison(first.model_name, row.model_name, [], f"no paired interval: {reason}")
-            )
-            continue
-        va, vb = Bootstrap.aligned(base, keys), Bootstrap.aligned(other, keys)
-        out.append(
-            Comparison(
-                first.model_name, row.model_name, paired(vb, va, keys, row.metrics, first.metrics)
-            )
-        )
-    return out
+        current = board_cache.generation(session, bench_id)
+        ev = current_evaluations(session, [submission_id], definition).get(submission_id)
+    if ev is None:
+        return None
+    return runtime.boards.get(
+        ("would-rank", bench_id, ev.id, ev.created_at),
+        current,
+        lambda: _would_rank(runtime, bench_id, ev),
+    )
 
 
-def would_rank(runtime: Runtime, slug: str, metrics: dict[str, Any]) -> tuple[int, int]:
-    """Where a private submission's metrics would rank on its benchmark's community board."""
-    from medvidbench.core.ranking import rank_rows
-
-    definition = runtime.definition(slug)
-    rows = [
-        (r.entry_id, r.model_name, r.metrics) for r in board_rows(runtime, "community", slug=slug)
-    ]
-    ranked = rank_rows([*rows, ("this", "this submission", metrics)], definition.metrics)
-    rank = next(r.rank for r in ranked if r.key == "this")
-    return rank, len(ranked)
+def _would_rank(runtime: Runtime, bench_id: int, ev: Any) -> tuple[int, int]:
+    read = read_board(runtime, "community", bench_id)
+    definition = read.definition
+    # on a demo test set, a scored run is ranked with the scored rows, apart from reported ones
+    keep = [i for i, e in enumerate(read.entries) if not (read.demo and e.reported)]
+    raw = []
+    for i in keep:
+        e = read.entries[i]
+        held = read.evals.get(e.submission_id) if e.submission_id else None
+        prepared = None if held is None else read.prepared.get(held.id)
+        raw.append((prepared, read.metrics[i], held is None))
+    metrics = {k: (ev.metrics or {}).get(k) for k in definition.metric_keys}
+    raw.append((_prepare(ev.statistics, ev.metrics, ev.created_at, definition), metrics, False))
+    names = [read.entries[i].model_name for i in keep] + ["this submission"]
+    ranked = rank_rows([(n, names[n], raw[n][1]) for n in range(len(raw))], definition.metrics)
+    found = _standings(raw, [int(r.key) for r in ranked], definition)  # type: ignore[call-overload]
+    return found[-1]["rank"], len(raw)
