@@ -30,6 +30,8 @@ ENV PATH=/opt/medvidbench/bin:$PATH \
     FORWARDED_ALLOW_IPS=127.0.0.1
 USER medvidbench
 WORKDIR /data
+# Keeps the embedded SQLite database of a single container run without PostgreSQL; with
+# PostgreSQL (compose.yml) /data holds only scratch files and a cache, and nothing mounts it.
 VOLUME ["/data"]
 EXPOSE 8000
 # The web process's liveness (the process answers); compose checks readiness instead (database

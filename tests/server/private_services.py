@@ -47,6 +47,7 @@ class PrivatePostgres:
     data: Path
     port: int
     _as: list[str]
+    options: str = ""
 
     def _ctl(self, *args: str) -> None:
         subprocess.run(
@@ -59,6 +60,14 @@ class PrivatePostgres:
     def restart(self) -> None:
         """Restart this private cluster (fast shutdown: every connection is dropped)."""
         self._ctl("-m", "fast", "-l", str(self.data / "log"), "restart")
+
+    def stop(self) -> None:
+        """Stop this private cluster (fast shutdown); :meth:`start` brings it back."""
+        self._ctl("-m", "fast", "stop")
+
+    def start(self) -> None:
+        """Start this private cluster again with the options it was first started with."""
+        self._ctl("-o", self.options, "-l", str(self.data / "log"), "start")
 
 
 @contextmanager
@@ -92,8 +101,8 @@ def private_postgres() -> Iterator[PrivatePostgres]:
             capture_output=True,
             timeout=120,
         )
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        server._ctl("-o", options, "-l", str(data / "log"), "start")
+        server.options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        server.start()
         yield server
     finally:
         if (data / "postmaster.pid").exists():

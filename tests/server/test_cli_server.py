@@ -138,3 +138,24 @@ def test_serve_and_health_say_whether_the_judge_is_on(tmp_path: Path) -> None:
     banner = on.process.stderr.read().decode() if on.process.stderr else ""
     assert f"judge: on, model gpt-4.1 at {judge.url}" in banner
     assert "secret-key-1" not in banner and "secret-key-1" not in str(health)
+
+
+def test_a_worker_runs_matrix_products_on_one_thread_per_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenBLAS's own threads spinning on a busy machine made a worker's scoring slower several
+    times over (test_faults' take-over: 113 s with two, 43 s with one); an operator's own value
+    is kept."""
+    import os
+
+    from medvidbench.cli.server import BLAS_THREADS, one_blas_thread_per_job
+
+    for name in BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    one_blas_thread_per_job()
+    assert {name: os.environ[name] for name in BLAS_THREADS} == {
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "3",
+        "MKL_NUM_THREADS": "1",
+    }

@@ -35,7 +35,7 @@ def test_fifty_concurrent_submissions(runtime: Runtime, synthetic: dict[str, Pat
     assert len(rows) == 50 and sorted(r.model_name for r in rows) == sorted(
         f"model-{i}" for i in range(50)
     )
-    assert [r.rank for r in rows] == list(range(1, 51))
+    assert [r.place for r in rows] == list(range(1, 51))
 
 
 def test_a_withdrawal_sent_with_a_publish_is_never_undone(runtime: Runtime) -> None:

@@ -128,11 +128,26 @@ def benchmarks_load(
 @friendly
 def worker(
     workers: Annotated[int, typer.Option(min=1, max=64, help="Jobs run at once.")] = 2,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve this machine's job and judge metrics on http://HOST:PORT/metrics "
+            "(default: MEDVIDBENCH_WORKER_METRICS_PORT; unset: none). Needs "
+            "MEDVIDBENCH_METRICS_TOKEN or MEDVIDBENCH_METRICS_ALLOW.",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str | None,
+        typer.Option(help="Address to listen on (default: MEDVIDBENCH_WORKER_METRICS_HOST)."),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
     from medvidbench.server.metrics import prepare_multiprocess_dir
 
+    one_blas_thread_per_job()  # before numpy is first imported
     prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import run_worker, wait_for_database
@@ -144,8 +159,19 @@ def worker(
     judge = judge_state(rt.settings)  # misconfigured: stop here
     wait_for_database(rt)  # refuses a database not at this code's migration
     _say(rt, judge.describe(), highlight=False)
+    port = rt.settings.worker_metrics_port if metrics_port is None else metrics_port
+    listener = None
+    if port is not None:
+        from medvidbench.server.metrics_listener import MetricsListener
+
+        listener = MetricsListener(rt, metrics_host or rt.settings.worker_metrics_host, port)
+        _say(rt, f"metrics on port {listener.port} (/metrics)", highlight=False)
     _warm_up_in_background(rt)
-    run_worker(rt, workers)
+    try:
+        run_worker(rt, workers)
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 @friendly
@@ -193,6 +219,21 @@ def _say(rt: Runtime, text: str, **style: object) -> None:
         banner.info(text)
     else:
         err.print(text, **style)  # type: ignore[arg-type]
+
+
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread_per_job() -> None:
+    """Run numpy's matrix products on the calling thread (unless the environment already says
+    how many threads they take): a worker runs jobs in parallel on threads of its own, and
+    OpenBLAS's own threads, spinning on cores that other jobs or processes hold, cost about five
+    times the CPU and made scoring several times slower on a busy machine
+    (docs/server.md#many-machines). Must run before numpy is imported."""
+    import os
+
+    for name in BLAS_THREADS:
+        os.environ.setdefault(name, "1")
 
 
 def _warm_up_in_background(rt: Runtime, pages: bool = False) -> None:

@@ -27,6 +27,7 @@ from medvidbench.server.metrics import instruments
 from medvidbench.server.outages import Outages, describe, is_queue_outage
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import lost_rescores, rescore
+from medvidbench.server.services.housekeeping import tidy
 from medvidbench.server.services.steps import (
     judge_due,
     retry_delay,
@@ -296,6 +297,7 @@ class Jobs:
             lost = lost_rescores(self.runtime)
             for submission_id, profile in lost:
                 self.rescore(submission_id, profile)
+            tidy(self.runtime)  # expired sessions, this machine's crash leftovers
         except Exception as exc:  # the next reap, a minute later, tries again
             if not self.huey.outages.failed(exc):
                 raise

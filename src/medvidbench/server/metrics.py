@@ -138,19 +138,26 @@ def queue_depth(runtime: Runtime) -> dict[str, int] | None:
         return None
 
 
+def instruments_exposition() -> bytes:
+    """The instruments of every process sharing this one's ``PROMETHEUS_MULTIPROC_DIR`` (or
+    this process's alone), in the text format: what a worker's own listener serves."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    if os.environ.get(MULTIPROC_ENV) or os.environ.get(MULTIPROC_ENV.lower()):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry(auto_describe=True)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest(instruments().registry)
+
+
 def exposition(runtime: Runtime) -> tuple[bytes, str]:
     """The body and content type of a scrape: every process's instruments (or this one's),
     then what the database and the queue say now."""
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-    registry = CollectorRegistry(auto_describe=True)
-    if os.environ.get(MULTIPROC_ENV) or os.environ.get(MULTIPROC_ENV.lower()):
-        from prometheus_client import multiprocess
-
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        body = generate_latest(registry)
-    else:
-        body = generate_latest(instruments().registry)
+    body = instruments_exposition()
     registry = CollectorRegistry(auto_describe=True)
     registry.register(DatabaseCollector(runtime))
     return body + generate_latest(registry), CONTENT_TYPE_LATEST

@@ -39,6 +39,14 @@ def is_queue_outage(exc: BaseException) -> bool:
     )
 
 
+def database_error() -> type[Exception]:
+    """The base class of the errors the database driver raises (for the web's error handler,
+    which names no database library itself)."""
+    from sqlalchemy.exc import DBAPIError
+
+    return DBAPIError
+
+
 def is_database_outage(exc: BaseException) -> bool:
     """Whether ``exc`` says the database cannot be reached (not a mistake in a query)."""
     from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError

@@ -27,15 +27,25 @@ def database_url(data_dir: Path, url: str | None) -> str:
     return url or f"sqlite:///{(data_dir / 'medvidbench.sqlite3').resolve()}"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, connect_timeout: float = 10) -> Engine:
     """An engine with the settings each backend needs.
 
-    SQLite: WAL (readers never block the writer), foreign keys on, a 30 s busy timeout, and
-    every transaction begun IMMEDIATE so that two writers queue instead of failing with
-    "database is locked" when one upgrades a read lock.
+    A server database (PostgreSQL): a new connection that is not made within
+    ``connect_timeout`` seconds fails (a database behind a firewall that drops packets would
+    otherwise hold the request for minutes). SQLite: WAL (readers never block the writer),
+    foreign keys on, a 30 s busy timeout, and every transaction begun IMMEDIATE so that two
+    writers queue instead of failing with "database is locked" when one upgrades a read lock.
     """
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30, **JSON_IO)
+        return create_engine(
+            url,
+            # libpq's keyword takes whole seconds (at least 2: it treats 1 as 2)
+            connect_args={"connect_timeout": max(2, round(connect_timeout))},
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=30,
+            **JSON_IO,
+        )
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": 30},

@@ -15,6 +15,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench.core.errors import AuthenticationError
+from medvidbench.server.outages import is_database_outage
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import caller
 from medvidbench.server.web.limits import answer
@@ -134,6 +135,12 @@ class UploadGate:
             return caller(self.runtime, web_session=secret) is not None
         except AuthenticationError:
             return False
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            # Nobody can be told apart while the database is down: the route meets the same
+            # outage before it stores anything and answers 503 (HTML or JSON) with Retry-After.
+            return True
 
 
 def route_template(path: str, route: Any) -> str:
