@@ -29,42 +29,26 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args()
 
-    from sqlalchemy import select
-
     from medvidbench.benchmarks.medvidbench.synth import write_synthetic
-    from medvidbench.core.config import Settings
     from medvidbench.core.judge.fake_server import FakeJudgeServer
-    from medvidbench.server.jobs import attach_queue, start_embedded_consumer
-    from medvidbench.server.runtime import Runtime
-    from medvidbench.server.services.accounts import create_user
-    from medvidbench.server.services.catalogue import load_benchmark
     from medvidbench.server.services.submissions import submit
-    from medvidbench.server.store.db import transaction, upgrade
-    from medvidbench.server.store.models import Submission, SubmissionEvent
+    from medvidbench.server.store.models import SubmissionEvent
+    from serving import embedded  # beside this script
 
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=args.latency) as judge:
         files = write_synthetic(
             Path(tmp) / "synth", samples=args.samples, seed=0, archetypes=("strong",)
         )
-        runtime = Runtime(
-            Settings(
-                data_dir=Path(tmp) / "data",
-                benchmarks="medvidbench",
-                quota_per_day=0,
-                quota_per_month=0,
-                judge_base_url=judge.url,
-                judge_model="fake-judge",
-                judge_cache_path=Path(tmp) / "judge-cache.sqlite3",
-            )
-        )
-        upgrade(runtime.engine)
-        load_benchmark(runtime, files["ground_truth"], demo=True)
-        with transaction(runtime.sessions) as session:
-            user = create_user(session, "bench", "bench-password-123", team="Bench")
-        attach_queue(runtime)
-        consumer = start_embedded_consumer(runtime, workers=2)
         latencies = []
-        try:
+        with embedded(
+            Path(tmp) / "data",
+            files["ground_truth"],
+            benchmarks="medvidbench",
+            judge_base_url=judge.url,
+            judge_model="fake-judge",
+            judge_cache_path=Path(tmp) / "judge-cache.sqlite3",
+        ) as server:
+            runtime = server.runtime
             for i in range(args.repeat):
                 data = (
                     files["strong"]
@@ -72,20 +56,11 @@ def main() -> None:
                     .replace(b'"prediction":"', f'"prediction":"{i} '.encode(), 1)
                 )
                 started = time.perf_counter()
-                sub = submit(runtime, user, data, f"judged-{i}")
-                while True:
-                    with runtime.sessions() as session:
-                        status = session.scalar(
-                            select(Submission.status).where(Submission.id == sub.id)
-                        )
-                    if status in ("complete", "failed"):
-                        break
-                    time.sleep(0.005)
+                sub = submit(runtime, server.user, data, f"judged-{i}")
+                status = server.wait(sub.id, ("complete", "failed"))
                 if status != "complete":
                     raise SystemExit(f"submission {sub.id} {status}")
                 latencies.append(time.perf_counter() - started)
-        finally:
-            consumer.stop(graceful=True)
         steps = _step_seconds(runtime, SubmissionEvent)
         rest = latencies[1:] or latencies
         print(

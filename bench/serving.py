@@ -1,4 +1,5 @@
-"""What the benchmarks share: a synthetic set, an account with a token, a real server.
+"""What the benchmarks share: a synthetic set, an account with a token, a real server, and the
+embedded default in the bench's own process.
 
 Each runs the project's own command line in fresh processes, as a user would, with an
 environment free of the developer's judge and server settings.
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -94,3 +96,54 @@ def serve(
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@dataclass
+class Embedded:
+    """A server's services in this process: its runtime and the submitter ``bench``."""
+
+    runtime: Any
+    user: Any
+
+    def wait(self, submission_id: int, until: tuple[str, ...]) -> str:
+        """Poll a submission's status until it is one of ``until``; that status."""
+        from sqlalchemy import select
+
+        from medvidbench.server.store.models import Submission
+
+        while True:
+            with self.runtime.sessions() as session:
+                status = session.scalar(
+                    select(Submission.status).where(Submission.id == submission_id)
+                )
+            if status in until:
+                return str(status)
+            time.sleep(0.005)
+
+
+@contextmanager
+def embedded(data: Path, ground_truth: Path, **settings: Any) -> Iterator[Embedded]:
+    """The embedded default in this process (SQLite database and queue, two consumer threads),
+    ``ground_truth`` loaded as the demo set and the submitter ``bench`` created, no quotas;
+    ``settings`` are more :class:`~medvidbench.core.config.Settings`. The consumer stops
+    (gracefully) afterwards."""
+    from medvidbench.core.config import Settings
+    from medvidbench.server.jobs import attach_queue, start_embedded_consumer
+    from medvidbench.server.runtime import Runtime
+    from medvidbench.server.services.accounts import create_user
+    from medvidbench.server.services.catalogue import load_benchmark
+    from medvidbench.server.store.db import transaction, upgrade
+
+    runtime = Runtime(
+        Settings(data_dir=data, quota_per_day=0, quota_per_month=0, **settings)  # type: ignore[arg-type]
+    )
+    upgrade(runtime.engine)
+    load_benchmark(runtime, ground_truth, demo=True)
+    with transaction(runtime.sessions) as session:
+        user = create_user(session, "bench", "bench-password-123", team="Bench")
+    attach_queue(runtime)
+    consumer = start_embedded_consumer(runtime, workers=2)
+    try:
+        yield Embedded(runtime, user)
+    finally:
+        consumer.stop(graceful=True)

@@ -19,7 +19,7 @@ import pytest
 from medvidbench.benchmarks.medsg import scoring as medsg
 from medvidbench.benchmarks.medvidbench.tasks import dvc, sa, stg, tal
 from medvidbench.core import linear_re
-from medvidbench.core.linear_re import LinearPattern, UnsupportedPattern
+from medvidbench.core.linear_re import LinearPattern, UnsupportedPattern, program
 
 PARSER_MODULES = (medsg, tal, dvc, stg, sa)
 ALPHABET = "0123456789 ,.-:/()[]\n\t5sto SECONDS seconds to ١٢ſK\u2212\u3000，（）*–"
@@ -84,6 +84,14 @@ def test_same_matches_as_re(name: str, pattern: LinearPattern) -> None:
         (r"\b\w+\b", 0),
         (r"(a|ab)(c|bcd)(d*)", 0),
         (r"(?:x(\d)){2,3}y?", 0),
+        (r"(\w+)(\d+)y", 0),  # a run asked for at falling positions (backtracking into \w+)
+        # rows of literal characters, matched as one word: alone, in loops, jumped over
+        (r"ab(?:cd|c)d?,", 0),
+        (r"(?:ab)+c", 0),
+        (r"x[^y]*?ab;", 0),
+        (r"ab|abc|bcd", 0),
+        (r"a(b)cd(?=\n1 2)", 0),
+        (r"CB?cd", re.IGNORECASE),
     ],
 )
 def test_constructs_match_re(pattern: str, flags: int) -> None:
@@ -139,6 +147,29 @@ def test_hostile_answers_parse_as_re_parses_them(kind: str) -> None:
     sa.parse(text, strict=True)
     stg.parse(text, ["1.0"])
     stg.parse(text, ["1.0"], strict=True)
+
+
+@pytest.mark.parametrize("order", ["rising", "falling", "shuffled"])
+def test_run_ends_found_on_demand_match_the_one_pass_table(order: str) -> None:
+    """A run's end is matched where it is asked; asked in any order, every answer is the
+    one-pass table's, and once the characters matched add up to the text's length the table
+    is built instead (so asking at falling positions stays linear)."""
+    text = "12 345" + "6" * 300 + "x 7 8" + "9" * 50
+    run = linear_re.compile(r"\d+x")._args[1]  # \d+ is a digit, then a run of \d*
+    assert isinstance(run, program.Run)
+    table = run.ends(text)
+    positions = list(range(len(text) + 1))
+    if order == "falling":
+        positions.reverse()
+    elif order == "shuffled":
+        random.Random(3).shuffle(positions)
+    ends = program.run_ends(text)
+    for pos in positions:
+        got = ends[pos] if ends[pos] >= 0 else program.run_end(run, text, ends, pos)
+        assert got == table[pos], pos
+    assert ends[:-1] == table
+    if order == "falling":  # one character at a time: the budget ran out, the table was built
+        assert ends[-1] > len(text)
 
 
 def test_the_strong_parser_still_splits_numbers_as_the_official_script() -> None:

@@ -98,7 +98,7 @@ def test_the_response_models_change_no_body(
     """Each answer is byte for byte what its handler returns (key order, whole numbers)."""
     from medvidbench.server.services.accounts import user_named
     from medvidbench.server.services.boards import board_rows
-    from medvidbench.server.services.submissions import submission_view
+    from medvidbench.server.services.details import submission_view
     from medvidbench.server.web import api
 
     rt = web_runtime

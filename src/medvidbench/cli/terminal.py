@@ -124,7 +124,8 @@ def print_report(report: Report, bench: Benchmark, console: Console) -> None:
         value = report.metrics[m.key]
         row = [m.column, display.value(value, m.percent) if value is not None else "[dim]—[/]"]
         if stats:
-            row.append(display.interval(intervals.get(m.key), m.percent))
+            wide = m.key in (stats.get("widened") or [])
+            row.append(display.interval(intervals.get(m.key), m.percent) + (" *" if wide else ""))
         table.add_row(*row, _note(report, m))
     console.print(table)
     if stats:
@@ -135,6 +136,13 @@ def print_report(report: Report, bench: Benchmark, console: Console) -> None:
             highlight=False,
             soft_wrap=True,
         )
+        if stats.get("widened"):
+            console.print(
+                "* widened: few clusters of items hold this metric (fewer than 30), or all its "
+                "items agree; the interval is made wider so that it keeps its 95 %",
+                highlight=False,
+                soft_wrap=True,
+            )
     tasks = Table(title="Per task", title_justify="left")
     for col in ("task", "status", "samples", "scored", "parse rate"):
         tasks.add_column(col, justify="left" if col in ("task", "status") else "right")

@@ -38,6 +38,13 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db; default: "
         "a SQLite file in the data folder.",
     )
+    database_connect_timeout: float = Field(
+        10,
+        gt=0,
+        description="Seconds a new connection to a server database (PostgreSQL) may take "
+        "before it fails: a request then answers 503 instead of waiting on a database that "
+        "does not answer. Whole seconds, at least 2 (libpq's rule).",
+    )
     file_store: Literal["auto", "folder", "database"] = Field(
         "auto",
         description="Where uploads, the files kept between a submission's steps and test sets "
@@ -246,6 +253,24 @@ class Settings(BaseSettings):
         "",
         description="Comma-separated addresses or networks (CIDR) that may scrape /metrics "
         "without the token.",
+    )
+    embedding_cache_size: int = Field(
+        50_000,
+        ge=0,
+        description="Texts whose sentence embeddings each process keeps (least recently used "
+        "dropped first; 0: none).",
+    )
+    worker_metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Port on which 'medvidbench worker' serves its own /metrics (job and judge "
+        "metrics of its machine), for a worker on a machine with no web process; unset: none. "
+        "Needs metrics_token or metrics_allow.",
+    )
+    worker_metrics_host: str = Field(
+        "0.0.0.0",
+        description="Address the worker's metrics listener binds (worker_metrics_port).",
     )
     log_format: Literal["text", "json"] = Field(
         "text", description="Log lines of serve and worker: text, or one JSON object a line."

@@ -215,6 +215,18 @@ class TryLaterError(MedVidBenchError):
         self.retry_after = datetime.now(UTC) + timedelta(seconds=retry_seconds)
 
 
+class DatabaseUnavailableError(TryLaterError):
+    """The database cannot be reached (down, restarting, or not answering within the connect
+    timeout): nothing can be read or stored now."""
+
+    def __init__(self, retry_seconds: int = 30) -> None:
+        super().__init__(
+            "The database cannot be reached right now; try again in a minute. "
+            "(The server's log says more.)",
+            retry_seconds,
+        )
+
+
 class RateLimitedError(MedVidBenchError):
     """Too many attempts of something from one place (sign-ups from one address)."""
 

@@ -407,7 +407,10 @@ def _statistics(
     else:
         reusable &= set(prior["keys"])
     fresh = [k for k in keys if k not in reusable]
-    drawn = bootstrap(design, fresh, uncertainty.cluster_rule, options.bootstrap or 0, options.seed)
+    bounds = {m.key: m.bounds for m in benchmark.metrics}
+    drawn = bootstrap(
+        design, fresh, uncertainty.cluster_rule, options.bootstrap or 0, options.seed, bounds=bounds
+    )
     out = drawn.to_dict(with_replicates=True)
     if not reusable & set(keys):
         return out
@@ -422,6 +425,10 @@ def _statistics(
         values[:, j] = old[:, j] if key in reusable else drawn.values[:, fresh.index(key)]
     intervals = {**prior["intervals"], **out["intervals"]}
     out["intervals"] = {k: intervals[k] for k in keys}
+    clusters = {**prior.get("metric_clusters", {}), **out["metric_clusters"]}
+    out["metric_clusters"] = {k: clusters[k] for k in keys if k in clusters}
+    widened = set(prior.get("widened", [])) & reusable | set(out["widened"])
+    out["widened"] = [k for k in keys if k in widened]
     out["keys"] = keys
     out["values"] = base64.b64encode(values.astype("<f4").tobytes()).decode()
     return out

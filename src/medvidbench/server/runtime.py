@@ -11,11 +11,10 @@ in it is the owner's alone: folders 0700, files 0600, whatever the process umask
 from __future__ import annotations
 
 import errno
-import gzip
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +41,7 @@ from medvidbench.server.store.files import (
     DatabaseFiles,
     FolderFiles,
     private_dir,
+    write_gzip,
 )
 from medvidbench.server.upload_check import UploadChecker
 
@@ -74,14 +74,6 @@ def private_file(path: Path) -> None:
     path.touch(mode=PRIVATE_FILE, exist_ok=True)
     if path.stat().st_mode & 0o777 != PRIVATE_FILE:
         path.chmod(PRIVATE_FILE)
-
-
-def _write_gzip(path: Path, chunks: Iterable[bytes]) -> None:
-    """Compress ``chunks`` into ``path``, a file only its owner can read."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out:
-        for chunk in chunks:
-            out.write(chunk)
 
 
 class Queue(Protocol):
@@ -178,7 +170,7 @@ class Runtime:
         url = database_url(self.data_dir, self.settings.database_url)
         if self.settings.database_url is None:  # SQLite copies the file's mode to -wal, -shm
             private_file(self.data_dir / "medvidbench.sqlite3")
-        return make_engine(url)
+        return make_engine(url, self.settings.database_connect_timeout)
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
@@ -238,10 +230,10 @@ class Runtime:
         path = self._path("incoming", f"{uuid.uuid4().hex}.json.gz")
         with storing(path):
             if isinstance(source, bytes):
-                _write_gzip(path, [source])
+                write_gzip(path, [source])
             else:
                 with open(source, "rb") as raw:
-                    _write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
+                    write_gzip(path, iter(lambda: raw.read(1 << 20), b""))
         return path
 
     def read_upload(self, submission_id: int) -> bytes:

@@ -47,6 +47,7 @@ from medvidbench.core.linear_re.program import (
     SHAPE_LONGEST,
     SHAPES_KEPT,
     SPLIT,
+    WORD,
     CharClass,
     Compiler,
     Lazy,
@@ -55,7 +56,10 @@ from medvidbench.core.linear_re.program import (
     UnsupportedPattern,
     never,
     nullable,
+    run_end,
+    run_ends,
     word_character,
+    words,
 )
 
 __all__ = ["LinearMatch", "LinearPattern", "UnsupportedPattern", "compile"]
@@ -121,6 +125,8 @@ class LinearPattern:
         branch = sre_parse.SubPattern(parsed.state, [(C.BRANCH, (None, union))])
         self._candidate = sre_compile.compile(branch, flags | parsed.state.flags).search
         self._shapes = Shapes(self._classes(), newline=C.AT_END in self._args)
+        # What the engine runs: the same program with rows of literal characters joined.
+        self._run_ops, self._run_args = words(self._ops, self._args, flags | parsed.state.flags)
         self._by_shape: dict[str, tuple[list[int], ...]] = {}
 
     def _plan_lazy(self, loop: int, state: Any, flags: int) -> None:
@@ -260,11 +266,11 @@ class LinearPattern:
         width = len(text) + 1
         failed = bytearray(len(self._ops) * width)
         clear = bytes(len(self._ops))
-        run_ends: dict[str, list[int]] = {}
+        ends_of: dict[str, list[int]] = {}
         start = 0
         while (candidate := self._candidate(text, start)) is not None:
             start = candidate.start()
-            slots, reached = self._attempt(text, start, failed, run_ends)
+            slots, reached = self._attempt(text, start, failed, ends_of)
             if slots is None:
                 start += 1
                 continue
@@ -276,11 +282,11 @@ class LinearPattern:
             start = end  # never empty, so the scan moves on
 
     def _attempt(
-        self, text: str, start: int, failed: bytearray, run_ends: dict[str, list[int]]
+        self, text: str, start: int, failed: bytearray, ends_of: dict[str, list[int]]
     ) -> tuple[list[int] | None, int]:
         """The highest-priority match starting at ``start`` as its group slots, and the last
         position the successful path read; (None, 0) when there is none."""
-        ops, args = self._ops, self._args
+        ops, args = self._run_ops, self._run_args
         n = len(text)
         width = n + 1
         slots = [-1] * (2 * self.groups + 2)
@@ -312,13 +318,22 @@ class LinearPattern:
                     pc += 1
                     pos += 1
                     continue
+                if op == WORD:
+                    word, length = args[pc]
+                    if not text.startswith(word, pos):
+                        break
+                    pc += length
+                    pos += length
+                    continue
                 if op == RUN:
                     run = args[pc]
                     if run.unbounded:
-                        ends = run_ends.get(run.key)
+                        ends = ends_of.get(run.key)
                         if ends is None:
-                            ends = run_ends[run.key] = run.ends(text)
+                            ends = ends_of[run.key] = run_ends(text)
                         last = ends[pos]
+                        if last < 0:
+                            last = run_end(run, text, ends, pos)
                     else:
                         last = run.span(text, pos).end()
                     if run.unbounded and last > pos:
@@ -342,10 +357,14 @@ class LinearPattern:
                         nxt = found.start() if found else (n if lazy.end_ok else -1)
                         if nxt != pos:
                             run = lazy.run
-                            ends = run_ends.get(run.key)
+                            ends = ends_of.get(run.key)
                             if ends is None:
-                                ends = run_ends[run.key] = run.ends(text)
-                            last = ends[pos] if nxt < 0 else min(ends[pos], nxt)
+                                ends = ends_of[run.key] = run_ends(text)
+                            last = ends[pos]
+                            if last < 0:
+                                last = run_end(run, text, ends, pos)
+                            if nxt >= 0:
+                                last = min(last, nxt)
                             # The loop states passed over, as the loop would mark them.
                             base = pc * width
                             known = failed.find(1, base + pos + 1, base + last + 1)

@@ -10,8 +10,8 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
-# Program instructions.
-CHAR, SPLIT, JMP, SAVE, LOOK, AT, MATCH, END, RUN, LAZY = range(10)
+# Program instructions (WORD: several literal characters in a row, see :func:`words`).
+CHAR, SPLIT, JMP, SAVE, LOOK, AT, MATCH, END, RUN, LAZY, WORD = range(11)
 CONSUMING = {C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY}
 
 
@@ -75,7 +75,7 @@ class Run:
     run's end is found by ``re`` in one call.
     """
 
-    __slots__ = ("greedy", "key", "member", "runs", "span", "unbounded")
+    __slots__ = ("greedy", "key", "member", "runs", "span", "unbounded", "whole")
 
     def __init__(self, member: CharClass, greedy: bool, unbounded: bool) -> None:
         self.member = member
@@ -84,6 +84,7 @@ class Run:
         body = member.subpattern([member.node])
         self.span = member.compile_like([(C.MAX_REPEAT, (0, 1, body))]).match
         self.runs = member.compile_like([(C.MAX_REPEAT, (1, C.MAXREPEAT, body))]).finditer
+        self.whole = member.compile_like([(C.MAX_REPEAT, (0, C.MAXREPEAT, body))]).match
         self.key = repr(member.node)
 
     def ends(self, text: str) -> list[int]:
@@ -94,6 +95,72 @@ class Run:
             start, end = run.span()
             ends[start:end] = [end] * (end - start)
         return ends
+
+
+def words(ops: list[int], args: list[Any], flags: int) -> tuple[list[int], list[Any]]:
+    """The program with each row of two or more literal characters (``seconds``) as one
+    ``WORD`` instruction, which compares them at once (``str.startswith``) and skips past them.
+
+    Only a row no instruction jumps into (but at its first character) is joined: its inner
+    states can then be reached only through the first, which is remembered as failed like any
+    other, so the work stays linear. Case-insensitive patterns keep one instruction per
+    character (a literal there matches more than itself).
+    """
+    ops, args = list(ops), list(args)
+    if flags & re.IGNORECASE:
+        return ops, args
+    targets: set[int] = set()
+    for pc, (op, arg) in enumerate(zip(ops, args, strict=True)):
+        if op == SPLIT:
+            targets.update(arg)
+        elif op == JMP:
+            targets.add(arg)
+        elif op == LAZY:
+            targets.update((pc + 1, pc + 3))
+
+    def literal(pc: int) -> bool:
+        return ops[pc] == CHAR and args[pc].node[0] is C.LITERAL
+
+    pc = 0
+    while pc < len(ops):
+        end = pc
+        while end < len(ops) and literal(end) and (end == pc or end not in targets):
+            end += 1
+        if end - pc >= 2:
+            ops[pc] = WORD
+            args[pc] = ("".join(chr(args[i].node[1]) for i in range(pc, end)), end - pc)
+        pc = max(end, pc + 1)
+    return ops, args
+
+
+def run_ends(text: str) -> list[int]:
+    """A table for :func:`run_end`: every position unknown (-1), then the characters that
+    may still be matched one position at a time (the text's length and one)."""
+    ends = [-1] * (len(text) + 2)
+    ends[-1] = len(text) + 1
+    return ends
+
+
+def run_end(run: Run, text: str, ends: list[int], pos: int) -> int:
+    """Where the run of ``run``'s class starting at ``pos`` ends, for a position not known yet
+    in ``ends`` (a :func:`run_ends` table, filled here).
+
+    Most texts ask for a few positions only (a number after a known prefix), so a run is
+    matched by ``re`` from where it is asked, and every position of it is then known. Once the
+    characters matched that way add up to the text's length, every run is found in one pass
+    (:meth:`Run.ends`): the work stays linear in the text however it is asked.
+    """
+    found = run.whole(text, pos)  # x* matches everywhere, if only the empty string
+    assert found is not None
+    last = found.end()
+    budget = ends[-1] - (last - pos + 1)
+    if budget < 0:
+        ends[:-1] = run.ends(text)
+        ends[-1] = 1 << 62
+    else:
+        ends[pos : last + 1] = [last] * (last + 1 - pos)
+        ends[-1] = budget
+    return last
 
 
 class Lazy:

@@ -65,6 +65,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
             "rank_interval_high",
             "tie_group",
             *[f"{m.column} {side}" for m in definition.metrics for side in ("low", "high")],
+            "place",
         ]
     )
     for r in rows:
@@ -97,6 +98,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
                     r.rank_interval[1] if r.rank_interval else "",
                     r.tie_group or "",
                     *_bounds(r.intervals, definition.metrics),
+                    r.place,
                 ]
             ]
         )

@@ -18,15 +18,12 @@ from medvidbench.core.errors import NotFoundError, UsageError
 from medvidbench.server.runtime import Runtime, storing
 from medvidbench.server.services import catalogue, events
 from medvidbench.server.services.boards import board_rows
-from medvidbench.server.services.boards import compare as compare_rows
+from medvidbench.server.services.comparisons import compare as compare_rows
+from medvidbench.server.services.details import submission_view
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.health import readiness
-from medvidbench.server.services.submissions import (
-    accept,
-    list_submissions,
-    quota,
-    submission_view,
-)
+from medvidbench.server.services.quota import quota
+from medvidbench.server.services.submissions import accept, list_submissions
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.models import User

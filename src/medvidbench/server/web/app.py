@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ from starlette.middleware.sessions import SessionMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from medvidbench import __version__
-from medvidbench.core.errors import MedVidBenchError, NotFoundError
+from medvidbench.core.errors import DatabaseUnavailableError, MedVidBenchError, NotFoundError
 from medvidbench.server.metrics import exposition, scrape_allowed
+from medvidbench.server.outages import database_error, describe, is_database_outage
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
 from medvidbench.server.web import deps
@@ -29,6 +31,7 @@ from medvidbench.server.web.middleware import (
 )
 from medvidbench.server.web.render import templates
 
+log = logging.getLogger("medvidbench.server.web")
 STATIC = Path(__file__).parent / "static"
 # Swagger UI's own files, by name (nothing else is served): version 5, which reads OpenAPI 3.1,
 # as bundled by the fastapi-offline package; we use its files, not its code.
@@ -95,6 +98,18 @@ def create_app(runtime: Runtime) -> FastAPI:
             wait = int((retry_at - datetime.now(UTC)).total_seconds()) + 1
             answer.headers["Retry-After"] = str(max(1, wait))
         return answer
+
+    @app.exception_handler(database_error())
+    async def on_database(request: Request, exc: Exception) -> Response:
+        if not is_database_outage(exc):  # a mistake of ours in a query: a 500, as before
+            raise exc
+        log.warning(
+            "%s %s: the database is unreachable (%s)",
+            request.method,
+            request.url.path,
+            describe(exc),
+        )
+        return await on_error(request, DatabaseUnavailableError())
 
     @app.exception_handler(HTTPException)
     async def on_http(request: Request, exc: HTTPException) -> Response:

@@ -16,6 +16,7 @@ from medvidbench.core.errors import NotMigratedError, UsageError
 from medvidbench.server.jobs import attach_queue
 from medvidbench.server.outages import describe, is_database_outage
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.housekeeping import sweep_scratch
 from medvidbench.server.web.app import create_app
 
 log = logging.getLogger("medvidbench.server.web")
@@ -44,5 +45,6 @@ def app() -> FastAPI:
             raise
         # unreachable for now: start, and answer /api/v1/health/ready with 503 until it is back
         log.warning("the database is unreachable at start (%s)", describe(exc))
+    sweep_scratch(runtime)  # runs no reaper: what a crash of it left under incoming/
     attach_queue(runtime)
     return create_app(runtime)

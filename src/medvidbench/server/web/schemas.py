@@ -72,8 +72,9 @@ class Health(BaseModel):
     judge: JudgeSummary
 
 
-class BenchmarkSummary(BaseModel):
-    """A hosted benchmark and its current test set (null fields: none is loaded)."""
+class BenchmarkBase(BaseModel):
+    """What every description of a hosted benchmark starts with: the definition, then its
+    current test set (null fields: none is loaded)."""
 
     slug: str
     title: str
@@ -86,6 +87,11 @@ class BenchmarkSummary(BaseModel):
     name: str | None
     sha256: str | None
     samples: int | None
+
+
+class BenchmarkSummary(BenchmarkBase):
+    """A hosted benchmark and its current test set (null fields: none is loaded)."""
+
     tasks: dict[str, int] | None
     demo: bool | None
 
@@ -100,21 +106,10 @@ class MetricTable(BaseModel):
     profiles: list[Json]
 
 
-class BenchmarkDetail(BaseModel):
+class BenchmarkDetail(BenchmarkBase):
     """One benchmark: its summary (``tasks`` here are the definition's tasks, not the test
     set's counts), its About text and provenance, and its metric table."""
 
-    slug: str
-    title: str
-    version: str
-    scorer_version: str
-    labels: str
-    url: str
-    api: str
-    id: int | None
-    name: str | None
-    sha256: str | None
-    samples: int | None
     tasks: list[Json]
     demo: bool | None
     about: str

@@ -69,7 +69,8 @@ def balanced_linearised(
 ) -> Linearised:
     """:func:`balanced_task_result`'s metric as ratios of sums: per dataset and part, the part's
     correct count over its counted samples, weighted 1 / (datasets x the dataset's parts); a
-    dataset with no countable part enters as 0, as the aggregate counts it."""
+    dataset with no countable part enters as 0, as the aggregate counts it (also in a resample
+    that draws only its unreadable answers)."""
     from medvidbench.core.statistics import Linearised, Ratio
 
     out = Linearised()
@@ -90,6 +91,9 @@ def balanced_linearised(
             terms.append(Ratio(f"{task}/#zero", f"{task}/{dataset}/#samples", share))
         for name in sorted(names):
             base = f"{task}/{dataset}/{name}"
-            terms.append(Ratio(base, f"{base}#n", share / len(names)))
+            # a dataset drawn with only unreadable answers scores 0, as the aggregate does
+            terms.append(
+                Ratio(base, f"{base}#n", share / len(names), present=f"{task}/{dataset}/#samples")
+            )
     out.formulas[key] = terms
     return out

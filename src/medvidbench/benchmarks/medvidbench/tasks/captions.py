@@ -387,7 +387,10 @@ class CaptionScorer(JudgedScorer[Sample]):
                 terms.append(Ratio("dvc_llm/#zero", f"dvc_llm/{d}/#samples", 1.0, share))
             for theta in sorted(seen[d]):
                 base = f"dvc_llm/{d}/{theta}"
-                terms.append(Ratio(base, f"{base}#n", 1.0 / len(seen[d]), share))
+                # one unit per dataset: drawn with no judged pair, it scores 0 (_dvc_dataset_v1)
+                terms.append(
+                    Ratio(base, f"{base}#n", 1.0 / len(seen[d]), share, f"dvc_llm/{d}/#samples")
+                )
         out.formulas["dvc_llm"] = terms
         return out
 

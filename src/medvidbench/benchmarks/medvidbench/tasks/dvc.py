@@ -225,7 +225,13 @@ class DVCScorer(TaskScorer[Sample]):
                 feats[f"dvc_f1/{r.dataset}#n"] = 1.0
             out.rows.append((r.index, feats))
         out.formulas["dvc_f1"] = [
-            Ratio(f"dvc_f1/{d}", f"dvc_f1/{d}#n", 1.0, (f"dvc_f1/{d}/#samples", "dvc_f1/#samples"))
+            Ratio(
+                f"dvc_f1/{d}",
+                f"dvc_f1/{d}#n",
+                1.0,
+                (f"dvc_f1/{d}/#samples", "dvc_f1/#samples"),
+                present=f"dvc_f1/{d}/#samples",  # drawn, nothing evaluated: 0
+            )
             if evaluated.get(d)
             else Ratio(
                 "dvc_f1/#zero",

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import numpy as np
-
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
 from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
@@ -145,7 +143,7 @@ def predict(texts: Sequence[str], classes: Sequence[str], ctx: Context) -> list[
     if pending:
         embedder = ctx.embedder()
         sims = embedder.encode(pending) @ embedder.encode(list(classes)).T
-        nearest = dict(zip(pending, np.argmax(sims, axis=1).tolist(), strict=True))
+        nearest = dict(zip(pending, sims.argmax(axis=1).tolist(), strict=True))
         out = [i if i >= 0 else int(nearest[t]) for t, i in zip(texts, out, strict=True)]
     return out
 

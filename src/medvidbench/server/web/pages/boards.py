@@ -14,8 +14,9 @@ from starlette.concurrency import run_in_threadpool
 
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
-from medvidbench.server.services import boards, catalogue
-from medvidbench.server.services.submissions import quota, submit
+from medvidbench.server.services import boards, catalogue, comparisons
+from medvidbench.server.services.quota import quota
+from medvidbench.server.services.submissions import submit
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
@@ -100,7 +101,7 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
         chosen=chosen,
         origin=origin,
         mixed=mixed,
-        comparisons=boards.compare(rt, chosen, definition.slug),
+        comparisons=comparisons.compare(rt, chosen, definition.slug),
         choices=shown,
         problems=problems,
         default=default,
@@ -231,6 +232,7 @@ def about(request: Request, slug: str) -> Response:
         profiles=definition.profiles,
         bench=current_benchmark(rt, definition.slug),
         reported=list(definition.presentation.reported_results()),
+        detectable=comparisons.detectable(rt, definition.slug),
     )
 
 

@@ -12,8 +12,8 @@ from fastapi.responses import (
 )
 
 from medvidbench.core.errors import NotFoundError, UsageError
+from medvidbench.server.services.details import submission_view
 from medvidbench.server.services.items import BUCKETS, attribution, item_image, item_page
-from medvidbench.server.services.submissions import submission_view
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.web.deps import DbId, EvaluationId, check_csrf, current_user
 from medvidbench.server.web.pages.common import see
