@@ -94,3 +94,91 @@ def test_direction_scale_and_ranking_role_come_from_the_metric_table() -> None:
     # Normalised average: every column on 0-1 with 1 the best, shown-only ones included.
     assert by["A"].normalised_average == pytest.approx(((1 - 0.10) + 0.80 + 0.0) / 3)
     assert table[0].normalised(0.25) == 0.75 and table[1].normalised(50.0) == 0.5
+
+
+def _rule_row_by_row(
+    rows: list[tuple[object, str, dict[str, float | None]]], metrics: list[Metric]
+) -> list[tuple[object, int, float, int, int, float, int, float | None, dict[str, int]]]:
+    """metrics.md §6 written out one row and one value at a time, to check the column-wise
+    :func:`rank_rows` against: every field of every row, compared exactly."""
+    ranked = [m for m in metrics if m.ranked]
+    rounded = [
+        {m.key: None if (v := r[2].get(m.key)) is None else round(float(v), 3) for m in metrics}
+        for r in rows
+    ]
+    columns = [[r[m.key] for r in rounded] for m in ranked]
+    rank_columns = [
+        metric_ranks(c, m.higher_is_better) for c, m in zip(columns, ranked, strict=True)
+    ]
+    bests = [
+        (max if m.higher_is_better else min)((x for x in c if x is not None), default=None)
+        for c, m in zip(columns, ranked, strict=True)
+    ]
+    out = []
+    for i, (key, name, _) in enumerate(rows):
+        ranks = [rc[i] for rc in rank_columns]
+        norm = sum(
+            (v / best if m.higher_is_better else best / v)
+            for v, m, best in zip((c[i] for c in columns), ranked, bests, strict=True)
+            if v is not None and best is not None and best > 0 and v > 0
+        )
+        shown = [n for m in metrics if (n := m.normalised(rounded[i][m.key])) is not None]
+        out.append(
+            (
+                key,
+                name,
+                sum(ranks) / len(ranks) if ranks else 0.0,
+                ranks.count(1),
+                sum(ranks),
+                norm,
+                len(shown),
+                sum(shown) / len(shown) if shown else None,
+                {m.key: r for m, r in zip(ranked, ranks, strict=True)},
+            )
+        )
+    out.sort(key=lambda r: (r[2], -r[3], r[4], -r[5], r[1]))
+    return out
+
+
+_TABLE = [
+    Metric("a", "A", "t", "a"),
+    Metric("e", "E", "t", "an error", higher_is_better=False),
+    Metric("j", "J", "t", "judged", "1-5", judged=True),
+    Metric("p", "P", "t", "percent", "percent"),
+    Metric("s", "S", "t", "shown only", ranked=False),
+]
+# few distinct values at three decimals, so ties, zeros and negatives are common
+_VALUE = st.none() | st.sampled_from([0.0, -0.0, 0.1234, 0.1231, 0.5, 0.4999, 1.0, -0.25, 3.0])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["m1", "m2", "M", "z"]), st.lists(_VALUE, min_size=5, max_size=5)
+        ),
+        max_size=15,
+    )
+)
+def test_column_wise_ranking_equals_the_rule_row_by_row(
+    drawn: list[tuple[str, list[float | None]]],
+) -> None:
+    rows = [
+        (i, name, dict(zip((m.key for m in _TABLE), values, strict=True)))
+        for i, (name, values) in enumerate(drawn)
+    ]
+    expected = _rule_row_by_row(rows, _TABLE)
+    found = [
+        (
+            r.key,
+            r.name,
+            r.average_rank,
+            r.first_places,
+            r.rank_sum,
+            r.normalised_sum,
+            r.metrics_present,
+            r.normalised_average,
+            r.metric_ranks,
+        )
+        for r in rank_rows(rows, _TABLE)
+    ]
+    assert found == expected

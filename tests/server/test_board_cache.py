@@ -93,3 +93,26 @@ def test_a_change_decodes_only_the_new_bootstrap(
     assert shown(board_rows(fresh, "community")) == shown(after)
     assert len(decoded) == 4
     fresh.engine.dispose()
+
+
+def test_rows_read_as_plain_records_show_what_the_database_holds(
+    runtime: Runtime, alice: User, admin: User, synthetic: dict[str, Path]
+) -> None:
+    """On both databases: a row's date is its submission's day (read without the ORM's parsing),
+    and its metrics, profile, scorer version and judge are those of the evaluation shown."""
+    from medvidbench.server.services.evaluations import current_evaluation
+    from medvidbench.server.store.models import Submission
+
+    sub = submit(runtime, alice, variants(synthetic["weak"], 1)[0], "Dated")
+    definition = runtime.definition(None)
+    with runtime.sessions() as session:
+        created = session.get(Submission, sub.id).created_at
+        ev = current_evaluation(session, sub.id, definition)
+    assert ev is not None
+    (row,) = board_rows(runtime, "community")
+    assert row.date == created.date().isoformat()
+    assert (row.profile, row.scorer_version, row.judge) == (ev.profile, ev.scorer_version, ev.judge)
+    assert row.metrics == {k: ev.metrics.get(k) for k in definition.metric_keys}
+    add_reported(runtime, admin, "Paper Model", "Lab", {"cvs_acc": 0.5}, source="paper")
+    paper = next(r for r in board_rows(runtime, "official") if r.model_name == "Paper Model")
+    assert paper.date == "" and paper.metrics["cvs_acc"] == 0.5

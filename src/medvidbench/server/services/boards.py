@@ -10,29 +10,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import NotFoundError
-from medvidbench.core.ranking import Ranked, rank_rows
+from medvidbench.core.ranking import Ranked, rank_rounded, rank_rows
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services.board_reads import (
+    KINDS,
+    BoardRead,
+    Replicates,
+    day,
+    prepare_replicates,
+    read_board,
+)
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
-from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
-
-KINDS = ("official", "community")
-
-
-def find_board(session: Session, benchmark_id: int, kind: str) -> Board:
-    if kind not in KINDS:
-        raise NotFoundError(f"no board {kind!r}; expected official or community")
-    board = session.scalar(
-        select(Board).where(Board.benchmark_id == benchmark_id, Board.kind == kind)
-    )
-    if board is None:
-        raise NotFoundError(f"no {kind} board")
-    return board
 
 
 @dataclass(slots=True)
@@ -100,123 +92,6 @@ def _ranked_rows(runtime: Runtime, kind: str, bench_id: int) -> list[BoardRow]:
     return _rows(read, ranked, uncertainty, section)
 
 
-@dataclass(slots=True)
-class BoardRead:
-    """What a board is ranked from: plain rows of just the columns it shows."""
-
-    definition: Any
-    demo: bool
-    entries: list[Any]  # Entry columns, hidden submissions left out
-    subs: dict[int, Any]  # Submission columns by id
-    evals: dict[int, Any]  # the evaluation shown, by submission id
-    metrics: list[dict[str, float | None]]  # each entry's, every metric key present
-    prepared: dict[int, _Replicates]  # each evaluation's replicates for ranks, by its id
-
-
-@dataclass(frozen=True, slots=True)
-class _Replicates:
-    """What ranking needs of one stored evaluation's bootstrap, decoded once: it never changes
-    (an evaluation is written once), so a board re-ranked after a change decodes only the
-    evaluations it has not seen."""
-
-    created_at: Any  # with the id, tells a reused id apart
-    stored: bool  # a bootstrap was stored (with or without its replicates)
-    stamp: tuple[Any, Any, Any] | None
-    intervals: dict[str, Any] | None
-    # ranked metrics x RANK_REPLICATES: the replicates' rank codes (the point value's where
-    # the metric has no replicates)
-    codes: np.ndarray | None
-
-
-def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
-    with runtime.sessions() as session:
-        board = find_board(session, bench_id, kind)
-        slug, demo = session.execute(
-            select(TestSet.slug, TestSet.is_demo).where(TestSet.id == bench_id)
-        ).one()
-        definition = runtime.definition(slug)
-        entries = session.execute(
-            select(
-                Entry.id,
-                Entry.submission_id,
-                Entry.model_name,
-                Entry.team_name,
-                Entry.model_url,
-                Entry.reported_metrics,
-                Entry.reported,
-                Entry.verified,
-                Entry.baseline,
-                Entry.source,
-                Entry.verified_date,
-                Entry.created_at,
-            ).where(Entry.board_id == board.id)
-        ).all()
-        ids = [e.submission_id for e in entries if e.submission_id]
-        subs = {
-            s.id: s
-            for start in range(0, len(ids), 500)
-            for s in session.execute(
-                select(
-                    Submission.id,
-                    Submission.status,
-                    Submission.missing_tasks,
-                    Submission.created_at,
-                    Submission.hidden,
-                    Submission.visibility,
-                ).where(Submission.id.in_(ids[start : start + 500]))
-            )
-        }
-        # a submission an administrator hid, or its submitter made private or withdrew, is off
-        # every board (its page and scores are kept)
-        hidden = {i for i, s in subs.items() if s.hidden or s.visibility != "public"}
-        entries = [e for e in entries if e.submission_id not in hidden]
-        evals = current_evaluations(session, ids, definition, with_statistics=False)
-        # the replicates of the evaluations this board held last time are reused; only new
-        # ones are read and decoded (a stored bootstrap is some 50 KB of base64)
-        held: dict[int, _Replicates] = runtime.boards.get(("replicates", bench_id, kind), 0, dict)
-        prepared = {
-            ev.id: held[ev.id]
-            for ev in evals.values()
-            if ev.id in held and held[ev.id].created_at == ev.created_at
-        }
-        missing = [ev for ev in evals.values() if ev.id not in prepared]
-        for start in range(0, len(missing), 100):
-            part = {ev.id: ev for ev in missing[start : start + 100]}
-            for ev_id, stats in session.execute(
-                select(Evaluation.id, Evaluation.statistics).where(Evaluation.id.in_(part))
-            ):
-                ev = part[ev_id]
-                prepared[ev_id] = _prepare(stats, ev.metrics, ev.created_at, definition)
-        held.clear()
-        held.update(prepared)
-    metrics = []
-    for e in entries:
-        ev = evals.get(e.submission_id) if e.submission_id else None
-        found = (ev.metrics if ev else e.reported_metrics) or {}
-        metrics.append({k: found.get(k) for k in definition.metric_keys})
-    return BoardRead(definition, demo, entries, subs, evals, metrics, prepared)
-
-
-def _prepare(
-    stats: dict[str, Any] | None, metrics: dict[str, Any], created_at: Any, definition: Any
-) -> _Replicates:
-    from medvidbench.core.standings import RANK_REPLICATES, rank_codes
-    from medvidbench.core.statistics import Bootstrap
-
-    stamp = Bootstrap.stamp(stats)
-    if stats is None or stamp is None:
-        return _Replicates(created_at, stats is not None, stamp, None, None)
-    keys = list(definition.metric_keys)
-    metrics = metrics or {}
-    values = np.empty((min(RANK_REPLICATES, int(stats["replicates"])), len(keys)))
-    values[:] = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]
-    present = [j for j, k in enumerate(keys) if metrics.get(k) is not None and k in stats["keys"]]
-    aligned = Bootstrap.aligned(stats, keys)
-    values[:, present] = aligned[: len(values), present]
-    codes = np.ascontiguousarray(rank_codes(values, definition.metrics).T)
-    return _Replicates(created_at, True, stamp, stats["intervals"], codes)
-
-
 def _rank(
     read: BoardRead, held: dict[int, dict[str, Any]] | None = None
 ) -> tuple[list[Ranked], list[dict[str, Any]], list[str]]:
@@ -245,8 +120,10 @@ def _rank(
     for n, part in enumerate(parts):
         if not part:
             continue
-        ranked_part = rank_rows(
-            [(i, raw[i][0].model_name, raw[i][2]) for i in part], definition.metrics
+        ranked_part = rank_rounded(
+            [(i, raw[i][0].model_name) for i in part],
+            [read.rounded[i] for i in part],
+            definition.metrics,
         )
         ranked += ranked_part
         where = {i: j for j, i in enumerate(part)}
@@ -290,7 +167,7 @@ def _rows(
         ]
         # A reported row has its source's date or none: the day it was seeded here means nothing.
         date = e.verified_date or (
-            "" if e.reported else (sub.created_at if sub else e.created_at).date().isoformat()
+            "" if e.reported else day(sub.created_at if sub else e.created_at)
         )
         rows.append(
             BoardRow(
@@ -321,7 +198,7 @@ def _rows(
 
 
 def _standings(
-    raw: list[tuple[_Replicates | None, dict[str, float | None], bool]],
+    raw: list[tuple[Replicates | None, dict[str, float | None], bool]],
     order: list[int],
     definition: Any,
     held: dict[str, Any] | None = None,
@@ -363,12 +240,13 @@ def _standings(
         out[i]["intervals"] = prepared.intervals
     sums = _rank_sums(per_entry, keys, held)
     found = Standings.of(sums, order)  # the sums order each replicate as the positions do
+    ranks, bounds = found.ranks.tolist(), found.bounds.tolist()
     for n, i in enumerate(order):
-        out[i]["rank"] = int(found.ranks[i])
+        out[i]["rank"] = ranks[i]
         if board_stamp is None:
             continue
         if "intervals" in out[i]:
-            out[i]["rank_interval"] = (int(found.bounds[i][0]), int(found.bounds[i][1]))
+            out[i]["rank_interval"] = tuple(bounds[i])
         out[i]["tie_group"] = found.groups[n]
     return out
 
@@ -440,7 +318,7 @@ def _fixed_codes(metrics: dict[str, float | None], definition: Any) -> np.ndarra
     return rank_codes(np.array(fixed), definition.metrics)[:, None]
 
 
-def _why_not(prepared: _Replicates | None, reported: bool) -> str:
+def _why_not(prepared: Replicates | None, reported: bool) -> str:
     if reported:
         return "no interval: reported numbers come without per-item results"
     if prepared is None or not prepared.stored:
@@ -479,7 +357,9 @@ def _would_rank(runtime: Runtime, bench_id: int, ev: Any) -> tuple[int, int]:
         prepared = None if held is None else read.prepared.get(held.id)
         raw.append((prepared, read.metrics[i], held is None))
     metrics = {k: (ev.metrics or {}).get(k) for k in definition.metric_keys}
-    raw.append((_prepare(ev.statistics, ev.metrics, ev.created_at, definition), metrics, False))
+    raw.append(
+        (prepare_replicates(ev.statistics, ev.metrics, ev.created_at, definition), metrics, False)
+    )
     names = [read.entries[i].model_name for i in keep] + ["this submission"]
     ranked = rank_rows([(n, names[n], raw[n][1]) for n in range(len(raw))], definition.metrics)
     found = _standings(raw, [int(r.key) for r in ranked], definition)  # type: ignore[call-overload]

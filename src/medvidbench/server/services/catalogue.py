@@ -14,7 +14,7 @@ from medvidbench.core.errors import ConflictError, UsageError
 from medvidbench.core.formats import read_bytes
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.audit import audit
-from medvidbench.server.services.boards import KINDS, find_board
+from medvidbench.server.services.board_reads import KINDS, find_board
 from medvidbench.server.services.entries import add_reported
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.boards import KINDS, BoardRow, board_rows, read_board
+from medvidbench.server.services.board_reads import KINDS, read_board
+from medvidbench.server.services.boards import BoardRow, board_rows
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache

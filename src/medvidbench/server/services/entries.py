@@ -15,7 +15,7 @@ from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import require_role
 from medvidbench.server.services.audit import audit
-from medvidbench.server.services.boards import find_board
+from medvidbench.server.services.board_reads import find_board
 from medvidbench.server.services.names import on_board
 from medvidbench.server.services.submissions import clean_url, model_key
 from medvidbench.server.services.test_sets import current_benchmark

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import String, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.benchmark import Benchmark
@@ -19,7 +19,13 @@ from medvidbench.server.services import events, item_results
 from medvidbench.server.services.steps import _report, add_evaluation
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Evaluation, Submission, SubmissionEvent, TestSet
+from medvidbench.server.store.models import (
+    Entry,
+    Evaluation,
+    Submission,
+    SubmissionEvent,
+    TestSet,
+)
 
 
 def current_evaluations(
@@ -32,9 +38,9 @@ def current_evaluations(
     """For many submissions at once: the evaluation a board shows for each (current scorer,
     judged if available, newest), as rows of the columns a board needs; without the stored
     bootstrap when ``with_statistics`` is false (boards keep theirs decoded)."""
-    best: dict[int, Any] = {}
+    found: list[Any] = []
     for start in range(0, len(submission_ids), 500):
-        rows = session.execute(
+        found += session.execute(
             select(
                 Evaluation.submission_id,
                 Evaluation.id,
@@ -51,10 +57,44 @@ def current_evaluations(
                 Evaluation.scorer_version == definition.scorer_version,
             )
         )
-        for ev in rows:
-            held = best.get(ev.submission_id)
-            if held is None or (bool(ev.judge_id), ev.id) > (bool(held.judge_id), held.id):
-                best[ev.submission_id] = ev
+    return _newest(found)
+
+
+def board_picks(session: Any, board_id: int, definition: Benchmark) -> dict[int, tuple[int, Any]]:
+    """For every submission with an entry on a board, the evaluation the board shows (as
+    :func:`current_evaluations` picks it) as its id and creation time: one query joined on the
+    board's entries. What a board needs of an evaluation beyond these never changes, so boards
+    read it once (services/board_reads.py)."""
+    query = (
+        select(
+            Evaluation.submission_id,
+            Evaluation.id,
+            Evaluation.judge_id,
+            # compared, never shown: as the database hands it over (parsing costs milliseconds)
+            type_coerce(Evaluation.created_at, String),
+        )
+        .join(Entry, Entry.submission_id == Evaluation.submission_id)
+        .where(
+            Entry.board_id == board_id,
+            Evaluation.profile == definition.default_profile,
+            Evaluation.scorer_version == definition.scorer_version,
+        )
+    )
+    return {
+        sub_id: (row[1], row[3])
+        for sub_id, row in _newest(session.connection().execute(query)).items()
+    }
+
+
+def _newest(rows: Any) -> dict[int, Any]:
+    """Per submission, the judged evaluation if there is one, else the newest: of rows that
+    start with the submission id, the evaluation id and the judge id (read by position: a
+    row's attributes by name cost ten times as much)."""
+    best: dict[int, Any] = {}
+    for ev in rows:
+        held = best.get(ev[0])
+        if held is None or (bool(ev[2]), ev[1]) > (bool(held[2]), held[1]):
+            best[ev[0]] = ev
     return best
 
 

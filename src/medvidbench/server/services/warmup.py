@@ -28,7 +28,8 @@ def warm_up(runtime: Runtime) -> None:
 
 
 def _warm_up_benchmark(runtime: Runtime, slug: str) -> None:
-    from medvidbench.server.services.boards import KINDS, board_rows
+    from medvidbench.server.services.board_reads import KINDS
+    from medvidbench.server.services.boards import board_rows
     from medvidbench.server.services.test_sets import current_benchmark
 
     bench = current_benchmark(runtime, slug)

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 from medvidbench.core.benchmark import Benchmark, Metric
 from medvidbench.core.config import judge_wanted
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.boards import KINDS, BoardRow, board_rows
+from medvidbench.server.services.board_reads import KINDS
+from medvidbench.server.services.boards import BoardRow, board_rows
 from medvidbench.server.services.test_sets import current_benchmark
 
 PER_PAGE = 100  # keeps every page's HTML far under 300 KB on boards of thousands
