@@ -71,6 +71,20 @@ def _clean_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True, slots=True)
+class SubmissionForm:
+    """What a submitter says about an upload, as :func:`accept` takes it."""
+
+    model_name: str
+    organisation: str = ""
+    model_url: str | None = None
+    contact: str | None = None
+    settings: dict[str, Any] | None = None
+    filename: str = ""
+    benchmark: str | None = None  # a slug; None: the default benchmark
+    visibility: str = "public"
+
+
 @dataclass(slots=True)
 class Checked:
     """An upload after its check, before it is refused or accepted.
@@ -147,19 +161,10 @@ def accept(
         ConflictError: the model name is taken, or the same file was submitted before.
         QuotaExceededError: the team has no submissions left for the period.
     """
-    checked = check(
-        runtime,
-        user,
-        data,
-        model_name,
-        organisation=organisation,
-        model_url=model_url,
-        contact=contact,
-        settings=settings,
-        filename=filename,
-        benchmark=benchmark,
-        visibility=visibility,
+    form = SubmissionForm(
+        model_name, organisation, model_url, contact, settings, filename, benchmark, visibility
     )
+    checked = check(runtime, user, data, form)
     if not checked.report.ok:
         refuse(runtime, user, checked, filename)
     sub, windows = store(runtime, user, data, checked, organisation, visibility)
@@ -171,30 +176,18 @@ def accept(
     return Accepted(sub, windows)
 
 
-def check(
-    runtime: Runtime,
-    user: User,
-    data: bytes | Path,
-    model_name: str,
-    *,
-    organisation: str = "",
-    model_url: str | None = None,
-    contact: str | None = None,
-    settings: dict[str, Any] | None = None,
-    filename: str = "",
-    benchmark: str | None = None,
-    visibility: str = "public",
-) -> Checked:
+def check(runtime: Runtime, user: User, data: bytes | Path, form: SubmissionForm) -> Checked:
     """May ``user`` submit, and what does the file hold: the first step of :func:`accept`.
 
     Raises:
         PermissionDeniedError: the account may not submit (yet).
         UsageError: a bad visibility, model name or URL, or a file over the size limit.
     """
-    _may_submit(user, visibility)
-    name, url = _clean_name(model_name), clean_url(model_url)
-    info = {str(k)[:40]: str(v)[:200] for k, v in list((settings or {}).items())[:MAX_SETTINGS]}
-    definition = runtime.definition(benchmark)
+    _may_submit(user, form.visibility)
+    name, url = _clean_name(form.model_name), clean_url(form.model_url)
+    settings = list((form.settings or {}).items())[:MAX_SETTINGS]
+    info = {str(k)[:40]: str(v)[:200] for k, v in settings}
+    definition = runtime.definition(form.benchmark)
     bench = current_benchmark(runtime, definition.slug)
     gt = runtime.ground_truth(bench.gt_sha256, bench.slug)
     size = len(data) if isinstance(data, bytes) else data.stat().st_size
@@ -211,7 +204,7 @@ def check(
             gt,
             runtime.test_set_file(bench.gt_sha256),
             bench.gt_sha256,
-            filename,
+            form.filename,
             keep=kept,
         )
     except BaseException:
@@ -224,9 +217,9 @@ def check(
         "model_name": name,
         "model_key": model_key(name),
         "model_url": url,
-        "contact": (contact or "")[:200] or None,
+        "contact": (form.contact or "")[:200] or None,
         "settings": info,
-        "organisation": " ".join(organisation.split())[:120],
+        "organisation": " ".join(form.organisation.split())[:120],
         "file_sha256": report.sha256,
         "file_size": size,
         "record_count": report.records,
