@@ -280,3 +280,31 @@ def test_evaluate_cli_scores_per_gpu_files_as_the_ordered_file(
         app, ["evaluate", str(ordered), "--ground-truth", str(truth), "--strict", *tasks]
     )
     assert refused.exit_code == 4 and "order-only" in refused.stderr
+
+
+def test_the_report_file_keeps_what_validation_said(world: dict[str, Any], tmp_path: Path) -> None:
+    """`evaluate --out REPORT.json` records a restored layout and the warnings it printed (an
+    order-only match, here), so that the file read later says what the terminal said."""
+    truth = tmp_path / "ground_truth.json"
+    truth.write_text(json.dumps(world["test"]))
+    files = []
+    for g, shard in enumerate(_run(world, 2)):
+        files.append(tmp_path / f"results_gpu{g}.json")
+        files[-1].write_text(json.dumps(shard))
+    shuffled = list(world["answers"])
+    random.Random(7).shuffle(shuffled)
+    (tmp_path / "shuffled.json").write_text(json.dumps(shuffled))
+    runner = CliRunner()
+    for source, out in ((files, "restored.json"), ([tmp_path / "shuffled.json"], "warned.json")):
+        options = ["--ground-truth", str(truth), "--tasks", "cvs_assessment,stg"]
+        done = runner.invoke(
+            app, ["evaluate", *map(str, source), *options, "--out", str(tmp_path / out)]
+        )
+        assert done.exit_code == 0, done.output
+    restored = json.loads((tmp_path / "restored.json").read_text())["submission"]
+    assert restored["restored"] == f"{layouts.describe(2)} from its 2 per-GPU files"
+    assert restored["verdict"] == "valid" and "order-only" not in restored["warning_totals"]
+    warned = json.loads((tmp_path / "warned.json").read_text())["submission"]
+    assert warned["restored"] == "" and warned["warning_totals"]["order-only"] >= 1
+    shown = [w for w in warned["warnings"] if w["code"] == "order-only"]
+    assert shown and "by order alone" in shown[0]["message"]

@@ -361,12 +361,7 @@ def assemble(
         scorer_version=benchmark.scorer_version,
         judge=judged.provenance if judged is not None else None,
         missing_tasks=matched.report.missing_tasks,
-        submission={
-            "sha256": matched.report.sha256,
-            "records": matched.report.records,
-            "matched": matched.report.matched,
-            "verdict": matched.report.verdict,
-        },
+        submission=matched.report.summary(),
         ground_truth={"sha256": planned.gt.sha256, "samples": len(planned.gt)},
         timings=timings,
         similarity=similar,

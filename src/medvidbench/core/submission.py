@@ -119,6 +119,20 @@ class ValidationReport:
             return "invalid"
         return "valid" if self.complete else "partial"
 
+    def summary(self) -> dict[str, Any]:
+        """What an evaluation report says of its file: which file, how much of it matched, the
+        verdict, and what validation said beside it (a restored layout, warnings such as
+        order-only matches), so that a report read later still says it."""
+        return {
+            "sha256": self.sha256,
+            "records": self.records,
+            "matched": self.matched,
+            "verdict": self.verdict,
+            "restored": self.restored,
+            "warnings": [p.to_dict() for p in self.warnings.items],
+            "warning_totals": dict(self.warnings.totals),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-serialisable data (the CLI's ``--json`` and the API's shape)."""
         return {
