@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -105,3 +107,36 @@ def test_default_embedder_reads_the_cache_size_setting(monkeypatch: pytest.Monke
         assert default_embedder().cache_size == 7
     finally:
         default_embedder.cache_clear()
+
+
+def test_the_default_cache_size_loads_no_settings(tmp_path: Path) -> None:
+    """Without the variable or a .env file, the process-wide embedder takes the setting's
+    default without loading the settings (pydantic's import: about 0.1 s of a cold evaluate);
+    with either, the settings decide."""
+    from medvidbench.core.config import Settings
+    from medvidbench.core.embeddings import DEFAULT_CACHE_SIZE
+
+    assert Settings.model_fields["embedding_cache_size"].default == DEFAULT_CACHE_SIZE
+    code = (
+        "import sys\n"
+        "from medvidbench.core.embeddings import default_embedder\n"
+        "size = default_embedder().cache_size\n"
+        "print(size, 'medvidbench.core.config' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k.upper() != "MEDVIDBENCH_EMBEDDING_CACHE_SIZE"}
+
+    def run(**extra: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return proc.stdout.strip()
+
+    assert run() == f"{DEFAULT_CACHE_SIZE} False"
+    assert run(medvidbench_embedding_cache_size="9") == "9 True"
+    (tmp_path / ".env").write_text("MEDVIDBENCH_EMBEDDING_CACHE_SIZE=11\n")
+    assert run() == "11 True"

@@ -255,7 +255,7 @@ class Settings(BaseSettings):
         "without the token.",
     )
     embedding_cache_size: int = Field(
-        50_000,
+        50_000,  # core.embeddings.DEFAULT_CACHE_SIZE (tests/test_embeddings.py checks they agree)
         ge=0,
         description="Texts whose sentence embeddings each process keeps (least recently used "
         "dropped first; 0: none).",

@@ -14,6 +14,7 @@ the embeddings of fixed label lists on disk.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -300,7 +301,12 @@ class Embedder:
 @cache
 def default_embedder() -> Embedder:
     """The process-wide embedder, loaded on first use; its text cache holds
-    ``MEDVIDBENCH_EMBEDDING_CACHE_SIZE`` texts."""
+    ``MEDVIDBENCH_EMBEDDING_CACHE_SIZE`` texts. The settings are loaded for it only when that
+    variable or a ``.env`` file is there (loading them imports pydantic: about 0.1 s of a cold
+    ``evaluate``); otherwise the setting's default, :data:`DEFAULT_CACHE_SIZE`, applies."""
+    setting = "MEDVIDBENCH_EMBEDDING_CACHE_SIZE"  # read case-insensitively, as the settings do
+    if not Path(".env").is_file() and all(name.upper() != setting for name in os.environ):
+        return Embedder()
     from medvidbench.core.config import load_settings
 
     return Embedder(cache_size=load_settings().embedding_cache_size)
