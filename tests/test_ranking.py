@@ -182,3 +182,16 @@ def test_column_wise_ranking_equals_the_rule_row_by_row(
         for r in rank_rows(rows, _TABLE)
     ]
     assert found == expected
+
+
+def test_a_nan_value_ranks_as_missing_and_infinite_ones_raise_no_warning() -> None:
+    import warnings
+
+    rows = [("x", "X", {"m1": float("nan")}), ("y", "Y", {"m1": 0.5}), ("z", "Z", {"m1": None})]
+    ranked = {r.name: r for r in rank_rows(rows, [M1])}
+    assert ranked["X"].metric_ranks == ranked["Z"].metric_ranks == {"m1": 2}
+    assert ranked["X"].metrics_present == 0 and ranked["Y"].rank == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = rank_rows([("a", "A", {"m1": float("inf")}), ("b", "B", {"m1": 1.0})], [M1])
+    assert [r.name for r in found] == ["A", "B"]

@@ -91,24 +91,31 @@ def rank_rounded(
     """:func:`rank_rows` of ``(key, model name)`` rows whose values are already
     :func:`rounded_values` (a board keeps them per evaluation, which never changes).
 
-    Column by column over every row at once (a board of a thousand rows ranks in a few
-    milliseconds); sums run over the columns in their order, as a plain loop adds them, so every
-    tie-break compares the same floating-point numbers (tests/test_ranking.py checks against the
-    rule written out row by row)."""
+    Ranks and terms column by column over every row at once (a board of a thousand rows ranks in
+    a few milliseconds); each row's two sums of floats (the normalised sum that breaks ties, the
+    normalised average) by Python's own ``sum`` over its terms in column order, as the rule
+    written out row by row adds them, so that every tie-break compares the same numbers on every
+    Python version (``sum`` of floats is compensated since 3.12; tests/test_ranking.py checks
+    against the rule row by row). A NaN value counts as missing."""
     every = [m.key for m in metrics]
     values = np.array(rounded, dtype=np.float64).reshape(len(rows), len(every))
     present = ~np.isnan(values)
     ranked = [j for j, m in enumerate(metrics) if m.ranked]
     ranks = np.empty((len(rows), len(ranked)), dtype=np.int64)
-    norm = np.zeros(len(rows))
-    for n, j in enumerate(ranked):
-        ranks[:, n], term = _column(values[:, j], present[:, j], metrics[j].higher_is_better)
-        norm += term  # 0.0 where the column adds nothing: the sum is unchanged
-    normalised = np.zeros(len(rows))
-    for j, m in enumerate(metrics):
-        low, high = m.bounds
-        unit = (values[:, j] - low) / (high - low)
-        normalised += np.where(present[:, j], unit if m.higher_is_better else 1.0 - unit, 0.0)
+    # 0.0 where a column adds nothing: a sum, plain or compensated, is unchanged by it
+    terms = np.zeros((len(rows), len(ranked)))
+    units = np.zeros((len(rows), len(every)))
+    with np.errstate(invalid="ignore", divide="ignore"):  # infinite values: NaN terms, as before
+        for n, j in enumerate(ranked):
+            ranks[:, n], terms[:, n] = _column(
+                values[:, j], present[:, j], metrics[j].higher_is_better
+            )
+        for j, m in enumerate(metrics):
+            low, high = m.bounds
+            unit = (values[:, j] - low) / (high - low)
+            units[:, j] = np.where(present[:, j], unit if m.higher_is_better else 1.0 - unit, 0.0)
+    norm = [sum(row) for row in terms.tolist()]
+    normalised = [sum(row) for row in units.tolist()]
     counts = present.sum(axis=1)
     rank_sum = ranks.sum(axis=1)
     out = [
@@ -128,9 +135,9 @@ def rank_rounded(
             rows,
             rank_sum.tolist(),
             (ranks == 1).sum(axis=1).tolist(),
-            norm.tolist(),
+            norm,
             counts.tolist(),
-            normalised.tolist(),
+            normalised,
             ranks.tolist(),
             strict=True,
         )
