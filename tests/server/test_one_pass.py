@@ -159,3 +159,27 @@ def test_a_benchmark_without_judged_tasks_runs_no_judge_step(tmp_path: Path) -> 
         assert "scored" in kinds and not [k for k in kinds if k.startswith("judge")]
         assert judge.requests == 0
         assert not checkpoints.scored_path(runtime.submission_path(sub.id)).exists()
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 4095, 4096, 4097, 9000, 70_000])
+def test_the_matched_submission_is_written_in_parts_as_one_encoding(
+    count: int, tmp_path: Path
+) -> None:
+    """The parts are msgspec's one-shot encoding byte for byte (array headers of every size
+    included), so the score step decodes them as before; the file reads back equal."""
+    import gzip
+
+    import msgspec
+
+    from medvidbench.core.submission import MatchedSubmission, ValidationReport
+
+    report = ValidationReport(source="s.json", sha256="0" * 64, size=count, records=count)
+    kinds = ["an answer", None, {"bbox": [1, 2, 3, 4]}, [0.5, 1.5], "ü" * 40]
+    matched = MatchedSubmission(report, [kinds[i % len(kinds)] for i in range(count)])
+    parts = list(checkpoints.matched_chunks(matched))
+    assert b"".join(parts) == msgspec.msgpack.encode(matched)
+    assert len(parts) == 1 + -(-count // 4096)  # the head, then a part per 4,096 predictions
+    path = tmp_path / "m.msgpack.gz"
+    checkpoints.write_matched(path, matched)
+    back = msgspec.msgpack.decode(gzip.decompress(path.read_bytes()), type=MatchedSubmission)
+    assert back.predictions == matched.predictions and back.report.sha256 == report.sha256

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,8 +63,39 @@ def scored_path(upload: Path) -> Path:
 
 def write_matched(path: Path, matched: MatchedSubmission) -> None:
     """Keep a matched submission at ``path`` (a new private file under ``incoming/``, put in
-    place by the store once its submission exists)."""
-    write_gzip(path, [msgspec.msgpack.encode(matched)])
+    place by the store once its submission exists), encoded and compressed part by part."""
+    write_gzip(path, matched_chunks(matched))
+
+
+# Predictions encoded at a time when a matched submission is written (a part stays well under a
+# megabyte for ordinary answers).
+_PART = 4096
+
+
+def matched_chunks(matched: MatchedSubmission) -> Iterator[bytes]:
+    """``msgspec.msgpack.encode(matched)``, byte for byte, in parts: the report and the header
+    of the predictions (the last field), then the predictions a few thousand at a time. A large
+    upload's checker thus never holds the whole encoding beside the decoded predictions (it is
+    about as large as the upload)."""
+    encoder = msgspec.msgpack.Encoder()
+    predictions = matched.predictions
+    head = encoder.encode(MatchedSubmission(matched.report, []))
+    if head[-1:] != b"\x90":  # the empty array, last: else the layout is not what this expects
+        yield encoder.encode(matched)
+        return
+    yield head[:-1] + _array_header(len(predictions))
+    for start in range(0, len(predictions), _PART):
+        part = predictions[start : start + _PART]
+        yield encoder.encode(part)[len(_array_header(len(part))) :]
+
+
+def _array_header(length: int) -> bytes:
+    """MessagePack's header of an array of ``length`` elements."""
+    if length < 16:
+        return bytes([0x90 | length])
+    if length < 1 << 16:
+        return b"\xdc" + length.to_bytes(2, "big")
+    return b"\xdd" + length.to_bytes(4, "big")
 
 
 def read_matched(files: FolderFiles, submission_id: int) -> MatchedSubmission | None:
