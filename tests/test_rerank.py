@@ -73,7 +73,7 @@ def _entry(rng: np.random.Generator, fixed: bool) -> tuple[Any, dict[str, float 
     codes = np.ascontiguousarray(_codes(rng, 1, 40)[:, 0])
     if rng.random() < 0.05:  # beyond what 16-bit codes hold: the board is ranked afresh
         codes[0, 0] = 40_000
-    return Replicates(None, True, STAMP, {"a": [0.1, 0.2]}, codes), metrics, False
+    return Replicates(True, STAMP, {"a": [0.1, 0.2]}, codes), metrics, False
 
 
 def _order(raw: list[Any]) -> list[int]:

@@ -41,7 +41,6 @@ def find_board(session: Session, benchmark_id: int, kind: str) -> Board:
 class Replicates:
     """What ranking needs of one stored evaluation's bootstrap, decoded once."""
 
-    created_at: Any  # with the id, tells a reused id apart
     stored: bool  # a bootstrap was stored (with or without its replicates)
     stamp: tuple[Any, Any, Any] | None
     intervals: dict[str, Any] | None
@@ -56,7 +55,7 @@ class Shown:
     of the board in this process: callers must not modify it)."""
 
     id: int
-    created_at: Any
+    created_at: Any  # with the id, tells a reused id apart (as the database hands it over)
     metrics: dict[str, float | None]  # every metric key of the benchmark
     rounded: list[float]  # the metrics as the board compares them (core.ranking.rounded_values)
     judge: dict[str, Any] | None
@@ -225,12 +224,12 @@ def _shown(row: Any, created_at: Any, definition: Any) -> Shown:
         judge=row.judge,
         profile=row.profile,
         scorer_version=row.scorer_version,
-        replicates=prepare_replicates(row.statistics, found, created_at, definition),
+        replicates=prepare_replicates(row.statistics, found, definition),
     )
 
 
 def prepare_replicates(
-    stats: dict[str, Any] | None, metrics: dict[str, Any], created_at: Any, definition: Any
+    stats: dict[str, Any] | None, metrics: dict[str, Any], definition: Any
 ) -> Replicates:
     """The rank codes of an evaluation's first :data:`~medvidbench.core.standings.RANK_REPLICATES`
     stored replicates (its point values where a metric has none)."""
@@ -239,7 +238,7 @@ def prepare_replicates(
 
     stamp = Bootstrap.stamp(stats)
     if stats is None or stamp is None:
-        return Replicates(created_at, stats is not None, stamp, None, None)
+        return Replicates(stats is not None, stamp, None, None)
     keys = list(definition.metric_keys)
     metrics = metrics or {}
     values = np.empty((min(RANK_REPLICATES, int(stats["replicates"])), len(keys)))
@@ -248,4 +247,4 @@ def prepare_replicates(
     aligned = Bootstrap.aligned(stats, keys)
     values[:, present] = aligned[: len(values), present]
     codes = np.ascontiguousarray(rank_codes(values, definition.metrics).T)
-    return Replicates(created_at, True, stamp, stats["intervals"], codes)
+    return Replicates(True, stamp, stats["intervals"], codes)

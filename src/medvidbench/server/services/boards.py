@@ -357,9 +357,7 @@ def _would_rank(runtime: Runtime, bench_id: int, ev: Any) -> tuple[int, int]:
         prepared = None if held is None else read.prepared.get(held.id)
         raw.append((prepared, read.metrics[i], held is None))
     metrics = {k: (ev.metrics or {}).get(k) for k in definition.metric_keys}
-    raw.append(
-        (prepare_replicates(ev.statistics, ev.metrics, ev.created_at, definition), metrics, False)
-    )
+    raw.append((prepare_replicates(ev.statistics, ev.metrics, definition), metrics, False))
     names = [read.entries[i].model_name for i in keep] + ["this submission"]
     ranked = rank_rows([(n, names[n], raw[n][1]) for n in range(len(raw))], definition.metrics)
     found = _standings(raw, [int(r.key) for r in ranked], definition)  # type: ignore[call-overload]
