@@ -63,6 +63,14 @@ def test_the_official_results_file_scores_as_its_predictions_and_its_counters(
         assert ours == counters[task]  # per-item IoUs summed in order, as the script does
 
 
+def test_the_results_file_is_laid_out_as_the_official_script_writes_it(
+    demo: dict[str, Path],
+) -> None:
+    """json.dump(indent=4, ensure_ascii=False), byte for byte (the demo writes it faster)."""
+    text = demo["results_strong"].read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), indent=4, ensure_ascii=False)
+
+
 def test_the_files_claims_are_never_used(demo: dict[str, Path]) -> None:
     written = json.loads(demo["results_strong"].read_text())
     for rec in written:
