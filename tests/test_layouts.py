@@ -262,10 +262,7 @@ def test_evaluate_cli_scores_per_gpu_files_as_the_ordered_file(
     truth.write_text(json.dumps(world["test"]))
     ordered = tmp_path / "ordered.json"
     ordered.write_text(json.dumps(world["answers"]))
-    files = []
-    for g, shard in enumerate(_run(world, 3)):
-        files.append(tmp_path / f"results_gpu{g}.json")
-        files[-1].write_text(json.dumps(shard))
+    files = _write_shards(world, tmp_path, 3)
     runner = CliRunner()
     tasks = ["--tasks", "cvs_assessment,skill_assessment,stg,tal", "--json"]
     expected = runner.invoke(app, ["evaluate", str(ordered), "--ground-truth", str(truth), *tasks])
@@ -287,10 +284,7 @@ def test_the_report_file_keeps_what_validation_said(world: dict[str, Any], tmp_p
     order-only match, here), so that the file read later says what the terminal said."""
     truth = tmp_path / "ground_truth.json"
     truth.write_text(json.dumps(world["test"]))
-    files = []
-    for g, shard in enumerate(_run(world, 2)):
-        files.append(tmp_path / f"results_gpu{g}.json")
-        files[-1].write_text(json.dumps(shard))
+    files = _write_shards(world, tmp_path, 2)
     shuffled = list(world["answers"])
     random.Random(7).shuffle(shuffled)
     (tmp_path / "shuffled.json").write_text(json.dumps(shuffled))
@@ -308,3 +302,12 @@ def test_the_report_file_keeps_what_validation_said(world: dict[str, Any], tmp_p
     assert warned["restored"] == "" and warned["warning_totals"]["order-only"] >= 1
     shown = [w for w in warned["warnings"] if w["code"] == "order-only"]
     assert shown and "by order alone" in shown[0]["message"]
+
+
+def _write_shards(world: dict[str, Any], folder: Path, n: int) -> list[Path]:
+    """An ``n``-GPU run's per-GPU results files, as the pipeline writes them."""
+    files = []
+    for g, shard in enumerate(_run(world, n)):
+        files.append(folder / f"results_gpu{g}.json")
+        files[-1].write_text(json.dumps(shard))
+    return files
