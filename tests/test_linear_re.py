@@ -175,3 +175,114 @@ def test_run_ends_found_on_demand_match_the_one_pass_table(order: str) -> None:
 def test_the_strong_parser_still_splits_numbers_as_the_official_script() -> None:
     assert medsg.parse_strong("[161, 346, 187,") == [161.0, 34.0, 6.0, 187.0]
     assert medsg.parse_strong("(12,34)" + "5" * 300 + ",6") == [12.0, 34.0, float("5" * 300), 6.0]
+
+
+# --- re first, under a time budget (linear_re.budget) ------------------------------------------
+
+
+def test_inside_a_budget_re_itself_answers_with_the_same_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within ``budgeted``, ordinary answers are matched by ``re`` (the fast path), and every
+    method gives what ``re`` gives, as the engine does outside the block."""
+    monkeypatch.setattr(linear_re.budget, "BASE", 1.0)  # no timeout on a loaded machine
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        for name, pattern in PATTERNS:
+            reference = re.compile(pattern.pattern, pattern.flags)
+            for text in _texts(sum(map(ord, name)) + 1, 200):
+                assert pattern.findall(text) == reference.findall(text), (name, text)
+                assert [(m.span(), m.groups()) for m in pattern.finditer(text)] == [
+                    (m.span(), m.groups()) for m in reference.finditer(text)
+                ], (name, text)
+                found, expected = pattern.search(text), reference.search(text)
+                assert (found and found.span()) == (expected and expected.span()), text
+        assert (budget.tried, budget.timeouts) == (3 * 200 * len(PATTERNS), 0)
+
+
+def test_a_hostile_answer_runs_out_of_time_and_the_engine_finishes_it() -> None:
+    """``re`` needs seconds for this answer (its backtracking is cubic in the digit run: about
+    6 s here); the budget stops each call after a few milliseconds and the engine answers it."""
+    pattern, text = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000
+    first = pattern.search(text)  # the engine's answers, outside any block
+    expected = (pattern.findall(text), [m.span() for m in pattern.finditer(text)], first)
+    assert expected[0] == [("12", "34", "5.5", "6")] and first is not None
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        found = pattern.search(text)
+        assert found is not None and found.groups() == first.groups()
+        assert pattern.findall(text) == expected[0]
+        assert [m.span() for m in pattern.finditer(text)] == expected[1]
+        # search stops at the first match, before the digit run: re answers it in time
+        assert (budget.tried, budget.timeouts) == (3, 2)
+
+
+def test_after_enough_timeouts_a_block_goes_straight_to_the_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(linear_re.budget, "TIMEOUTS_PER_BATCH", 2)
+    pattern, text = medsg._STRONG_PAIRS, "1" * 1000
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        for _ in range(4):
+            pattern.findall(text)
+        assert (budget.tried, budget.timeouts) == (2, 2)
+        assert pattern.findall("(1, 2) (3, 4)") == [("1", "2", "3", "4")]
+        assert budget.tried == 2  # not given to re any more
+
+
+def test_the_timer_and_the_signal_are_left_as_they_were() -> None:
+    """A block installs its handler for its own duration only, and stays out of the way of a
+    program that uses ``SIGALRM`` or a real-time timer itself."""
+    import signal
+
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
+        with linear_re.budgeted() as inner:  # nested: the same block
+            assert inner is budget
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+    fired: list[int] = []
+
+    def theirs(signum: int, frame: object) -> None:
+        fired.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, theirs)
+    try:
+        with linear_re.budgeted() as budget:
+            assert budget is None  # their handler: the engine matches everything
+            assert medsg._STRONG_PAIRS.findall("(1, 2) (3, 4)") == [("1", "2", "3", "4")]
+        assert signal.getsignal(signal.SIGALRM) is theirs
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+    signal.setitimer(signal.ITIMER_REAL, 600)  # a timer of theirs, with the default handler
+    try:
+        with linear_re.budgeted() as budget:
+            assert budget is None
+        assert 590 < signal.getitimer(signal.ITIMER_REAL)[0] <= 600
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    assert fired == []
+
+
+def test_other_threads_match_with_the_engine() -> None:
+    """Signals reach the main thread only, so no other thread ever arms the timer."""
+    import threading
+
+    seen: list[object] = []
+
+    def work() -> None:
+        with linear_re.budgeted() as mine:
+            seen.append(mine)
+        seen.append(medsg._STRONG_PAIRS.findall("(1, 2) (3, 4)"))
+
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        assert budget.tried == 0
+    assert seen == [None, [("1", "2", "3", "4")]]

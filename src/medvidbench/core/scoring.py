@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import ItemT, Profile
 from medvidbench.core.benchmark import TestItem as TestItem  # re-exported: the contract's names
 from medvidbench.core.benchmark import TestSet as TestSet
@@ -138,8 +139,11 @@ class TaskScorer(ABC, Generic[ItemT]):
     def score_all(
         self, samples: Sequence[ItemT], texts: Sequence[str], profile: Profile, ctx: Context
     ) -> list[SampleResult]:
-        """Every sample's outcome (what rewards read), in the order given."""
-        parsed = self.parse_all(samples, texts, profile, ctx)
+        """Every sample's outcome (what rewards read), in the order given. The answers are
+        read inside one :func:`~medvidbench.core.linear_re.budgeted` block: the parsers'
+        patterns run in ``re`` first, the linear engine taking over from any that runs long."""
+        with linear_re.budgeted():
+            parsed = self.parse_all(samples, texts, profile, ctx)
         return [
             self.score_sample(p, item, profile) for p, item in zip(parsed, samples, strict=True)
         ]

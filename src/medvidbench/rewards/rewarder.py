@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from medvidbench import benchmarks
+from medvidbench.core import linear_re
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.errors import UsageError
 from medvidbench.core.rewards import (
@@ -308,7 +309,8 @@ class Rewarder:
                 results = bench.scorers()[task].score_all(items, batch, profile, ctx)
                 variant = self.variants.get(task)
                 if variant is not None:
-                    terms[SCORE][idx] = reward.variants[variant](items, batch, results)
+                    with linear_re.budgeted():  # variants parse the answers again
+                        terms[SCORE][idx] = reward.variants[variant](items, batch, results)
                 else:
                     terms[SCORE][idx] = [reward.score(r) for r in results]
                 terms["format"][idx] = [float(r.parsed) for r in results]

@@ -18,6 +18,11 @@ Whether one character belongs to a class (``\\d``, ``\\s``, ``\\w``, ``[^:]``, a
 ``re.IGNORECASE``...) is decided by ``re`` itself, on that single character, and remembered per
 character: the Unicode rules cannot drift from Python's.
 
+Inside a :func:`budgeted` block (the scorers parse a task's answers in one), each call first
+runs Python's ``re`` itself under a time budget, and falls back to the engine only when that runs
+out (:mod:`~medvidbench.core.linear_re.budget`): the same results, the same linear bound up to
+a few budgets, and ``re``'s speed on ordinary answers.
+
 Supported: literals and classes, ``.``, groups (capturing or not), alternation, greedy and lazy
 repetition (bounded or not), the anchors ``^ $ \\A \\Z \\b \\B``, one-character
 lookarounds (``(?!\\d)``, ``(?<![\\w.])``) and a lookahead that ends the pattern. Anything else
@@ -34,6 +39,8 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+from medvidbench.core.linear_re import budget
+from medvidbench.core.linear_re.budget import budgeted
 from medvidbench.core.linear_re.program import (
     AT,
     CHAR,
@@ -62,7 +69,7 @@ from medvidbench.core.linear_re.program import (
     words,
 )
 
-__all__ = ["LinearMatch", "LinearPattern", "UnsupportedPattern", "compile"]
+__all__ = ["LinearMatch", "LinearPattern", "UnsupportedPattern", "budgeted", "compile"]
 
 
 class LinearMatch:
@@ -110,6 +117,7 @@ class LinearPattern:
         if nullable(parsed):
             raise UnsupportedPattern("a pattern that can match the empty string")
         self.groups = parsed.state.groups - 1
+        self._re = re.compile(pattern, flags)  # tried first inside budget.budgeted()
         compiler = Compiler(parsed.state, flags | parsed.state.flags)
         compiler.sequence(parsed, top=True)
         compiler.emit(MATCH)
@@ -223,10 +231,20 @@ class LinearPattern:
 
     def finditer(self, text: str) -> Iterator[LinearMatch]:
         """Every non-overlapping match, left to right, as :meth:`re.Pattern.finditer`."""
+        within = budget.active()
+        if within is not None:
+            found = within.attempt(self._re_slots, text)
+            if found is not None:
+                return (LinearMatch(text, slots) for slots in found)
         return (LinearMatch(text, slots) for slots in self._matches(text))
 
     def findall(self, text: str) -> list[Any]:
         """As :meth:`re.Pattern.findall`: whole matches, one group's text, or tuples of groups."""
+        within = budget.active()
+        if within is not None:
+            found = within.attempt(self._re.findall, text)
+            if found is not None:
+                return found
         out: list[Any] = []
         for slots in self._matches(text):
             match = LinearMatch(text, slots)
@@ -240,7 +258,24 @@ class LinearPattern:
 
     def search(self, text: str) -> LinearMatch | None:
         """The first match, as :meth:`re.Pattern.search`, or None."""
-        return next(self.finditer(text), None)
+        within = budget.active()
+        if within is not None:
+            found = within.attempt(self._re_first, text)
+            if found is not None:
+                return LinearMatch(text, found[0]) if found else None
+        return next((LinearMatch(text, slots) for slots in self._matches(text)), None)
+
+    # --- the same calls in re, tried first inside budget.budgeted() -----------------------------
+
+    def _re_slots(self, text: str) -> list[list[int]]:
+        """Every match's group slots, as ``re`` finds them."""
+        count = self.groups + 1
+        return [[x for g in range(count) for x in m.span(g)] for m in self._re.finditer(text)]
+
+    def _re_first(self, text: str) -> list[list[int]]:
+        """The first match's group slots as ``re`` finds it (in a list: empty for none)."""
+        m = self._re.search(text)
+        return [] if m is None else [[x for g in range(self.groups + 1) for x in m.span(g)]]
 
     # --- matches by the text's shape ------------------------------------------------------------
 

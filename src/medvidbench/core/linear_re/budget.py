@@ -1,0 +1,112 @@
+"""Python's own ``re`` first, under a time budget; the linear engine when the budget runs out.
+
+``re`` gives, by definition, the results the engine reproduces, and on ordinary answers it is
+about ten times faster than the engine (whose loop runs in the interpreter). Its danger is the
+rare answer that makes it backtrack for minutes. CPython's matcher checks for signals every
+4,096 steps, so a timer whose handler raises stops it: inside :func:`budgeted`, each match call
+first runs ``re`` with ``BASE + PER_CHARACTER * len(text)`` seconds of wall time; when that runs
+out the call is abandoned (nothing of it is kept) and the engine matches the text, exactly and in
+linear time. After ``TIMEOUTS_PER_BATCH`` timeouts in one ``budgeted`` block the rest of the
+block goes straight to the engine, so a file of hostile answers costs at most that many budgets on
+top of the engine's own time.
+
+The timer is used only where it cannot disturb anything else in the process: in the main thread,
+on a platform with ``signal.setitimer``, while ``SIGALRM`` is at its default action and no
+real-time timer (or ``signal.alarm``) is running. Anywhere else, and outside a ``budgeted``
+block, every text goes to the engine. The handler is installed when the block starts and the
+previous one restored when it ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+BASE = 0.002  # seconds every call may take in re (ordinary answers take microseconds)
+PER_CHARACTER = 2e-6  # and per character: about a fifth of the engine's worst case
+TIMEOUTS_PER_BATCH = 16
+
+
+class _OutOfTime(BaseException):
+    """Raised by the timer's handler inside an armed call (never escapes this module)."""
+
+
+class Budget:
+    """One ``budgeted`` block: its thread, whether a call is armed, and its timeouts so far."""
+
+    __slots__ = ("armed", "thread", "timeouts", "tried")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.armed = False
+        self.timeouts = 0
+        self.tried = 0  # calls given to re (for tests and benchmarks)
+
+    def attempt(self, call: Callable[[str], T], text: str) -> T | None:
+        """``call(text)`` (a method of a compiled ``re`` pattern) within its budget, or None
+        when it ran out of time, or may not be tried here (another thread, too many timeouts)."""
+        if self.timeouts >= TIMEOUTS_PER_BATCH or threading.get_ident() != self.thread:
+            return None
+        self.tried += 1
+        try:
+            self.armed = True
+            signal.setitimer(signal.ITIMER_REAL, BASE + PER_CHARACTER * len(text))
+            try:
+                return call(text)
+            finally:
+                # A signal that arrives after this line finds nothing armed and does nothing;
+                # one that arrives before it raises here, and is caught below.
+                self.armed = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _OutOfTime:
+            self.timeouts += 1
+            return None
+
+    def _expire(self, signum: int, frame: Any) -> None:
+        if self.armed:
+            raise _OutOfTime
+
+
+_active: Budget | None = None
+
+
+def active() -> Budget | None:
+    """The ``budgeted`` block running now, if any (the patterns ask on every call)."""
+    return _active
+
+
+def _timer_free() -> bool:
+    """Whether a real-time timer of our own disturbs nothing (see the module docstring)."""
+    if not hasattr(signal, "setitimer"):
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    unused = signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    return unused and signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+
+
+@contextmanager
+def budgeted() -> Iterator[Budget | None]:
+    """Match with ``re`` under a time budget inside this block (see the module docstring).
+
+    Gives the block's :class:`Budget`, or None where the timer may not be used (the engine
+    matches everything then). Nested blocks share the outer one.
+    """
+    global _active
+    if _active is not None or not _timer_free():
+        yield _active if _active is not None and _active.thread == threading.get_ident() else None
+        return
+    budget = Budget()
+    previous = signal.signal(signal.SIGALRM, budget._expire)
+    _active = budget
+    try:
+        yield budget
+    finally:
+        _active = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
