@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from medvidbench import __version__
 from medvidbench.cli.main import app
@@ -17,10 +17,9 @@ runner = CliRunner()
 
 
 def commands() -> list[str]:
-    import typer.main
+    import click
 
-    group = typer.main.get_command(app)
-    return sorted(group.commands)  # type: ignore[attr-defined]
+    return sorted(app.list_commands(click.Context(app)))
 
 
 def test_every_command_has_help() -> None:
@@ -193,18 +192,8 @@ def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None
         "redis",
         "rich.markdown",
     }
-    if _typer_parses_with_pydantic():
-        # Typer 0.29 and later import pydantic themselves for every command: not ours to avoid.
-        unwanted -= {"pydantic"}
     assert loaded & unwanted == set()
     assert "medvidbench.core.evaluation" in loaded and "msgspec" in loaded  # it did run
-
-
-def _typer_parses_with_pydantic() -> bool:
-    import importlib.metadata
-
-    major, minor = (int(part) for part in importlib.metadata.version("typer").split(".")[:2])
-    return (major, minor) >= (0, 29)
 
 
 def test_import_medvidbench_is_light() -> None:
@@ -213,7 +202,7 @@ def test_import_medvidbench_is_light() -> None:
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
     )
     assert "medvidbench" in loaded
-    assert loaded & {"numpy", "msgspec", "typer", "rich", "medvidbench.core.evaluation"} == set()
+    assert loaded & {"numpy", "msgspec", "click", "rich", "medvidbench.core.evaluation"} == set()
     from medvidbench import Report, evaluate  # still the library entry points, on first use
 
     assert callable(evaluate) and Report.__name__ == "Report"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import medvidbench.cli.server  # noqa: F401  (registers submit)
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth

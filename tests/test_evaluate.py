@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
 from medvidbench.benchmarks.medvidbench.metrics import METRIC_KEYS

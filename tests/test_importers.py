@@ -224,7 +224,7 @@ def test_xlsx_without_openpyxl_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
 def test_the_import_command_writes_a_submission_that_scores_the_same(
     synthetic: dict[str, Path], synthetic_gt: GroundTruth, tmp_path: Path
 ) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     import medvidbench.cli.bridges  # noqa: F401  (registers the commands)
     from medvidbench.cli.main import app

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from medvidbench.benchmarks.medvidbench import layouts
 from medvidbench.benchmarks.medvidbench.groundtruth import (

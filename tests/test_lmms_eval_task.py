@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import medvidbench.cli.bridges  # noqa: F401  (registers the commands)
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth

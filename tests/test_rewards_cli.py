@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import medvidbench.cli.rewards  # noqa: F401  (main adds its command group; harmless)
 from medvidbench.cli.main import app

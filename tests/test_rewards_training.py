@@ -165,7 +165,7 @@ def test_rollouts_files_are_read_strictly_and_by_benchmark(
 
 
 def test_rewards_fit_command_refits_from_rollouts(answers: dict[str, Any], tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     import medvidbench.cli.rewards  # noqa: F401  (main adds its command group)
     from medvidbench.cli.main import app

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import medvidbench.cli.rewards  # noqa: F401  (main adds its command group)
 import medvidbench.rewards.verl as adapter

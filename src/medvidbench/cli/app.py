@@ -1,9 +1,11 @@
-"""The ``medvidbench`` Typer app and what every command module shares.
+"""The ``medvidbench`` command group and what every command module shares.
 
 Command modules (:mod:`~medvidbench.cli.offline`, :mod:`~medvidbench.cli.server`,
 :mod:`~medvidbench.cli.rewards`, ...) import the shared options, the error handling and the
 typed :func:`runtime` accessor from here; none of them adds itself to :data:`app`.
 :mod:`medvidbench.cli.main` imports each command module and adds its commands explicitly.
+Commands are plain functions declared with :mod:`~medvidbench.cli.params` and built into click
+commands there.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
-import typer
+import click
 from rich.markup import escape
 
 from medvidbench import __version__
 from medvidbench.cli import consoles
+from medvidbench.cli.params import Group, Option
 from medvidbench.core.errors import MedVidBenchError, UsageError
 
 if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
@@ -26,15 +29,6 @@ if TYPE_CHECKING:  # the server stack is imported only by the commands that use 
     from medvidbench.core.judge.client import Judge
     from medvidbench.server.runtime import Runtime
 
-app = typer.Typer(
-    name="medvidbench",
-    help="Evaluate medical video-language models on MedVidBench, and run its leaderboard.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain help text: Typer's rich help pulls in a Markdown renderer (~40 ms on every --help).
-    rich_markup_mode=None,
-)
 # soft_wrap: a line is never broken at 80 columns when stderr is a file or a pipe, so a command
 # printed for the reader to copy (serve's banner) stays whole.
 err = consoles.console(stderr=True, soft_wrap=True)
@@ -52,40 +46,50 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except MedVidBenchError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
+            raise click.exceptions.Exit(exc.exit_code) from None
 
     return wrapper
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
         print(f"medvidbench {__version__}")
-        raise typer.Exit()
+        ctx.exit()
 
 
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
-    ] = False,
-    no_color: Annotated[
-        bool,
-        typer.Option(
-            "--no-color",
-            help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
-        ),
-    ] = False,
-) -> None:
+def _root(no_color: bool) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
     if no_color:
         consoles.use_plain_output(err)
+
+
+app = Group(
+    name="medvidbench",
+    help=_root.__doc__,
+    callback=_root,
+    params=[
+        click.Option(
+            ["--version"],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_version,
+            help="Show the version.",
+        ),
+        click.Option(
+            ["--no-color", "no_color"],
+            is_flag=True,
+            help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
+        ),
+    ],
+)
 
 
 # --- shared options ---------------------------------------------------------------------------
 
 BenchmarkSlug = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--benchmark",
         envvar="MEDVIDBENCH_BENCHMARK",
         help="Benchmark slug (default: MEDVIDBENCH_BENCHMARK, else the only installed or hosted "
@@ -94,7 +98,7 @@ BenchmarkSlug = Annotated[
 ]
 DataDir = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--data-dir",
         help="Data folder (default: MEDVIDBENCH_DATA_DIR, else ./medvidbench-data in the "
         "current folder).",

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
 from rich.markup import escape
 
 from medvidbench.cli.app import BenchmarkSlug, friendly
 from medvidbench.cli.consoles import console
+from medvidbench.cli.params import Argument, Option
 from medvidbench.core.errors import (
     InvalidGroundTruthError,
     Problem,
@@ -24,7 +24,7 @@ from medvidbench.core.errors import (
 
 Questions = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--questions",
         help="The test file (the public questions file will do): fills in each answer's id "
         "and qa_type and checks it belongs to the question at its index.",
@@ -85,16 +85,16 @@ def _bad_questions(path: Path, message: str) -> InvalidGroundTruthError:
 @friendly
 def import_(
     toolkit: Annotated[
-        str, typer.Argument(help="The toolkit that wrote SOURCE: lmms-eval or vlmevalkit.")
+        str, Argument(help="The toolkit that wrote SOURCE: lmms-eval or vlmevalkit.")
     ],
     source: Annotated[
         Path,
-        typer.Argument(
+        Argument(
             help="Its output: lmms-eval's --log_samples samples_<task>.jsonl; VLMEvalKit's "
             "<model>_<dataset>.xlsx, .tsv or .json. '-' reads standard input."
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The submission file to write.")],
+    out: Annotated[Path, Option("--out", "-o", help="The submission file to write.")],
     questions: Questions = None,
     benchmark: BenchmarkSlug = None,
 ) -> None:
@@ -128,11 +128,11 @@ def import_(
 
 @friendly
 def export_task(
-    toolkit: Annotated[str, typer.Argument(help="The toolkit to write a task for: lmms-eval.")],
-    folder: Annotated[Path, typer.Argument(help="The folder to write it into.")],
+    toolkit: Annotated[str, Argument(help="The toolkit to write a task for: lmms-eval.")],
+    folder: Annotated[Path, Argument(help="The folder to write it into.")],
     questions: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--questions",
             help="The test file (the public questions file will do): its questions become the "
             "task's documents.",

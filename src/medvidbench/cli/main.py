@@ -1,7 +1,8 @@
 """The ``medvidbench`` command line: thin adapters over the library and the services.
 
-This module assembles the command line: it imports each command module and adds its commands
-and command groups to the app of :mod:`medvidbench.cli.app` (no module registers itself by being
+This module assembles the command line: it names each command's function (or command group) in
+its command module, and the app imports that module when the command runs or ``--help`` lists
+it, so a run imports its own command's module only (no module registers itself by being
 imported). Each command parses its options, calls one library or service function and renders
 the result. User mistakes end with a one-line message and a non-zero exit code, never a
 traceback.
@@ -9,30 +10,32 @@ traceback.
 
 from __future__ import annotations
 
-from medvidbench.cli import bridges, offline, operations, rewards, server
 from medvidbench.cli.app import app
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "main"]
 
-# Top-level commands, in the order --help lists them.
-app.command()(offline.synth)
-app.command()(offline.validate)
-app.command()(offline.evaluate)
-app.command("import")(bridges.import_)
-app.command("export-task")(bridges.export_task)
-app.command()(server.worker)
-app.command()(server.rescore)
-app.command()(server.export)
-app.command()(server.serve)
-app.command("submit")(server.submit)
-app.command()(operations.backup)
-app.command()(operations.restore)
-# Command groups.
-app.add_typer(server.db_app, name="db")
-app.add_typer(server.users_app, name="users")
-app.add_typer(server.tokens_app, name="tokens")
-app.add_typer(server.bench_app, name="benchmarks")
-app.add_typer(rewards.rewards_app, name="rewards")
+# Every command, in the order --help lists them: name -> module:function (or :group).
+COMMANDS = {
+    "synth": "medvidbench.cli.offline:synth",
+    "validate": "medvidbench.cli.offline:validate",
+    "evaluate": "medvidbench.cli.offline:evaluate",
+    "import": "medvidbench.cli.bridges:import_",
+    "export-task": "medvidbench.cli.bridges:export_task",
+    "worker": "medvidbench.cli.server:worker",
+    "rescore": "medvidbench.cli.server:rescore",
+    "export": "medvidbench.cli.server:export",
+    "serve": "medvidbench.cli.server:serve",
+    "submit": "medvidbench.cli.server:submit",
+    "backup": "medvidbench.cli.operations:backup",
+    "restore": "medvidbench.cli.operations:restore",
+    "db": "medvidbench.cli.server:db_app",
+    "users": "medvidbench.cli.server:users_app",
+    "tokens": "medvidbench.cli.server:tokens_app",
+    "benchmarks": "medvidbench.cli.server:bench_app",
+    "rewards": "medvidbench.cli.rewards:rewards_app",
+}
+for _name, _target in COMMANDS.items():
+    app.lazy(_name, _target)
 
 
 def main() -> None:

@@ -8,18 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from medvidbench.cli.app import DataDir, friendly, runtime
+from medvidbench.cli.params import Argument, Option
 
 
 @friendly
 def backup(
     dest: Annotated[
         Path,
-        typer.Argument(
-            help="Archive to write (.tar.gz); in a folder, a new file named by the time."
-        ),
+        Argument(help="Archive to write (.tar.gz); in a folder, a new file named by the time."),
     ],
     data_dir: DataDir = None,
 ) -> None:
@@ -32,10 +29,10 @@ def backup(
 
 @friendly
 def restore(
-    source: Annotated[Path, typer.Argument(help="Archive written by 'medvidbench backup'.")],
+    source: Annotated[Path, Argument(help="Archive written by 'medvidbench backup'.")],
     force: Annotated[
         bool,
-        typer.Option("--force", help="Replace the database and files of a server that has data."),
+        Option("--force", help="Replace the database and files of a server that has data."),
     ] = False,
     data_dir: DataDir = None,
 ) -> None:

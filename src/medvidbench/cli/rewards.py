@@ -8,32 +8,33 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
+import click
 
 from medvidbench.cli.app import BenchmarkSlug, friendly, judge_for, parse_options
 from medvidbench.cli.consoles import console
+from medvidbench.cli.params import Argument, Group, Option
 from medvidbench.core.errors import ExitCode, UsageError
 
-rewards_app = typer.Typer(
+rewards_app = Group(
     help="Benchmark tasks as training rewards (docs/rewards.md).", no_args_is_help=True
 )
 
 Judge = Annotated[
     str,
-    typer.Option(
+    Option(
         help="Caption judge: none (caption rewards from similarity alone) or openai (any "
         "OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."
     ),
 ]
 JudgeModel = Annotated[
-    str | None, typer.Option(help="Judge model name (default: MEDVIDBENCH_JUDGE_MODEL).")
+    str | None, Option(help="Judge model name (default: MEDVIDBENCH_JUDGE_MODEL).")
 ]
 JudgeCache = Annotated[
-    Path | None, typer.Option(help="Judgement cache file (default: MEDVIDBENCH_JUDGE_CACHE_PATH).")
+    Path | None, Option(help="Judgement cache file (default: MEDVIDBENCH_JUDGE_CACHE_PATH).")
 ]
-Option = Annotated[
+ScoringOption = Annotated[
     list[str] | None,
-    typer.Option(
+    Option(
         "--option",
         help="KEY=VALUE scoring option, repeatable (MedSG-Bench: coordinates=pixel|0-1000|0-1).",
     ),
@@ -58,31 +59,31 @@ def one_blas_thread() -> bool:
     return True
 
 
-@rewards_app.command()
+@rewards_app.subcommand()
 @friendly
 def prepare(
     data: Annotated[
         Path,
-        typer.Argument(help="Training or validation file in the benchmark's ground-truth format."),
+        Argument(help="Training or validation file in the benchmark's ground-truth format."),
     ],
     out: Annotated[
         Path,
-        typer.Option("--out", help="Where to write the rows: .jsonl, or .parquet (needs pyarrow)."),
+        Option("--out", help="Where to write the rows: .jsonl, or .parquet (needs pyarrow)."),
     ],
     style: Annotated[
         str,
-        typer.Option(
+        Option(
             help="Row layout: trl (prompt, ground_truth, task, dataset) or verl "
             "(data_source, prompt with <image>/<video> placeholders, images, videos, ability, "
             "reward_model, extra_info)."
         ),
     ] = "trl",
     tasks: Annotated[
-        str | None, typer.Option(help="Comma-separated tasks to keep (default: all).")
+        str | None, Option(help="Comma-separated tasks to keep (default: all).")
     ] = None,
     media_dir: Annotated[
         Path | None,
-        typer.Option(help="Folder that relative video, frame and image paths start from."),
+        Option(help="Folder that relative video, frame and image paths start from."),
     ] = None,
     benchmark: BenchmarkSlug = None,
 ) -> None:
@@ -107,39 +108,39 @@ def prepare(
         print(VERL_HINT.format(path=adapter.__file__), file=sys.stderr)
 
 
-@rewards_app.command()
+@rewards_app.subcommand()
 @friendly
 def fit(
-    out: Annotated[Path, typer.Option("--out", help="Where to write the statistics (JSON).")],
+    out: Annotated[Path, Option("--out", help="Where to write the statistics (JSON).")],
     predictions: Annotated[
         Path | None,
-        typer.Argument(help="The reference (SFT) model's predictions (or use --rollouts)."),
+        Argument(help="The reference (SFT) model's predictions (or use --rollouts)."),
     ] = None,
     ground_truth: Annotated[
-        Path | None, typer.Option("--ground-truth", help="Ground-truth file (with PREDICTIONS).")
+        Path | None, Option("--ground-truth", help="Ground-truth file (with PREDICTIONS).")
     ] = None,
     rollouts: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             help="Fit on the policy's own outputs instead: a JSON-lines file of "
             "{completion, ground_truth} rows (the TRL reward function's rollouts option).",
         ),
     ] = None,
     last: Annotated[
-        int | None, typer.Option(min=1, help="With --rollouts: only the last N rows.")
+        int | None, Option(min=1, help="With --rollouts: only the last N rows.")
     ] = None,
     judge: Judge = "none",
     judge_model: JudgeModel = None,
     judge_cache: JudgeCache = None,
     min_samples: Annotated[
         int,
-        typer.Option(
+        Option(
             min=1,
             help="Fewest reference samples a (task, dataset) group needs "
             "for its own statistics; smaller groups use their task's pool.",
         ),
     ] = 20,
-    option: Option = None,
+    option: ScoringOption = None,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Fit the reward normalisation (p25, p50, p75 per task, dataset and term) on a reference
@@ -175,20 +176,20 @@ def fit(
     console().print(table)
 
 
-@rewards_app.command()
+@rewards_app.subcommand()
 @friendly
 def score(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file.")],
-    ground_truth: Annotated[Path, typer.Option("--ground-truth", help="Ground-truth file.")],
+    predictions: Annotated[Path, Argument(help="Prediction file.")],
+    ground_truth: Annotated[Path, Option("--ground-truth", help="Ground-truth file.")],
     stats: Annotated[
-        Path | None, typer.Option(help="Normalisation statistics (from `rewards fit`).")
+        Path | None, Option(help="Normalisation statistics (from `rewards fit`).")
     ] = None,
-    k: Annotated[float, typer.Option(help="Normalisation steepness.")] = 3.0,
+    k: Annotated[float, Option(help="Normalisation steepness.")] = 3.0,
     judge: Judge = "none",
     judge_model: JudgeModel = None,
     judge_cache: JudgeCache = None,
-    option: Option = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the means as JSON.")] = False,
+    option: ScoringOption = None,
+    as_json: Annotated[bool, Option("--json", help="Print the means as JSON.")] = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Mean raw and normalised rewards of a prediction file, per task and dataset: what a
@@ -207,7 +208,7 @@ def score(
         from medvidbench.cli.terminal import print_validation
 
         print_validation(matched.report, console(stderr=True))
-        raise typer.Exit(ExitCode.INVALID_FILE)
+        raise click.exceptions.Exit(ExitCode.INVALID_FILE)
     rows, answers = answered_rows(bench, gt, matched)
     rewarder = Rewarder(
         stats,

@@ -15,22 +15,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
 from medvidbench.cli.app import BenchmarkSlug, DataDir, err, friendly, runtime
+from medvidbench.cli.params import Argument, Group, Option
 from medvidbench.core.display import count
 from medvidbench.core.errors import UsageError
 
 if TYPE_CHECKING:
     from medvidbench.server.runtime import Runtime
 
-db_app = typer.Typer(help="The server's database.", no_args_is_help=True)
-users_app = typer.Typer(help="User accounts.", no_args_is_help=True)
-tokens_app = typer.Typer(help="API tokens.", no_args_is_help=True)
-bench_app = typer.Typer(help="Benchmarks and their test sets.", no_args_is_help=True)
+db_app = Group(help="The server's database.", no_args_is_help=True)
+users_app = Group(help="User accounts.", no_args_is_help=True)
+tokens_app = Group(help="API tokens.", no_args_is_help=True)
+bench_app = Group(help="Benchmarks and their test sets.", no_args_is_help=True)
 
 
-@db_app.command("upgrade")
+@db_app.subcommand("upgrade")
 @friendly
 def db_upgrade(data_dir: DataDir = None) -> None:
     """Create or migrate the database schema to the newest version, and say which it did."""
@@ -43,7 +42,7 @@ def db_upgrade(data_dir: DataDir = None) -> None:
         print(f"the schema is already at revision {after}")
 
 
-@db_app.command("move-files-into-database")
+@db_app.subcommand("move-files-into-database")
 @friendly
 def db_move_files(data_dir: DataDir = None) -> None:
     """Move stored files (uploads, kept step files, test sets) from the data folder into the
@@ -59,15 +58,15 @@ def db_move_files(data_dir: DataDir = None) -> None:
     print(", ".join(f"{kind}: {n:,}" for kind, n in moved.items()) + " moved into the database")
 
 
-@users_app.command("create")
+@users_app.subcommand("create")
 @friendly
 def users_create(
-    name: Annotated[str, typer.Argument(help="Username (3-40 letters, digits, . _ -).")],
-    admin: Annotated[bool, typer.Option("--admin", help="Give the user the admin role.")] = False,
-    role: Annotated[str, typer.Option(help="Role: submitter, maintainer or admin.")] = "submitter",
-    team: Annotated[str | None, typer.Option(help="Team (organisation) name.")] = None,
+    name: Annotated[str, Argument(help="Username (3-40 letters, digits, . _ -).")],
+    admin: Annotated[bool, Option("--admin", help="Give the user the admin role.")] = False,
+    role: Annotated[str, Option(help="Role: submitter, maintainer or admin.")] = "submitter",
+    team: Annotated[str | None, Option(help="Team (organisation) name.")] = None,
     password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+        bool, Option("--password-stdin", help="Read the password from standard input.")
     ] = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -85,11 +84,11 @@ def users_create(
     print(f"created user {user.username!r} with role {user.role}")
 
 
-@tokens_app.command("create")
+@tokens_app.subcommand("create")
 @friendly
 def tokens_create(
-    user: Annotated[str, typer.Argument(help="Username.")],
-    name: Annotated[str, typer.Option(help="A label for the token.")] = "cli",
+    user: Annotated[str, Argument(help="Username.")],
+    name: Annotated[str, Option(help="A label for the token.")] = "cli",
     data_dir: DataDir = None,
 ) -> None:
     """Create an API token for a user and print it (it is shown only this once)."""
@@ -100,12 +99,12 @@ def tokens_create(
     print(secret)
 
 
-@bench_app.command("load")
+@bench_app.subcommand("load")
 @friendly
 def benchmarks_load(
-    ground_truth: Annotated[Path, typer.Argument(help="Ground-truth file (SFT format).")],
-    name: Annotated[str, typer.Option(help="Display name (default: the benchmark's title).")] = "",
-    demo: Annotated[bool, typer.Option(help="Label it as demo data.")] = False,
+    ground_truth: Annotated[Path, Argument(help="Ground-truth file (SFT format).")],
+    name: Annotated[str, Option(help="Display name (default: the benchmark's title).")] = "",
+    demo: Annotated[bool, Option(help="Label it as demo data.")] = False,
     benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -127,10 +126,10 @@ def benchmarks_load(
 
 @friendly
 def worker(
-    workers: Annotated[int, typer.Option(min=1, max=64, help="Jobs run at once.")] = 2,
+    workers: Annotated[int, Option(min=1, max=64, help="Jobs run at once.")] = 2,
     metrics_port: Annotated[
         int | None,
-        typer.Option(
+        Option(
             min=0,
             max=65535,
             help="Serve this machine's job and judge metrics on http://HOST:PORT/metrics "
@@ -140,7 +139,7 @@ def worker(
     ] = None,
     metrics_host: Annotated[
         str | None,
-        typer.Option(help="Address to listen on (default: MEDVIDBENCH_WORKER_METRICS_HOST)."),
+        Option(help="Address to listen on (default: MEDVIDBENCH_WORKER_METRICS_HOST)."),
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -176,7 +175,7 @@ def worker(
 
 @friendly
 def rescore(
-    profile: Annotated[str, typer.Option(help="Profile to add evaluations under.")] = "strict-v2",
+    profile: Annotated[str, Option(help="Profile to add evaluations under.")] = "strict-v2",
     benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -196,8 +195,8 @@ def rescore(
 
 @friendly
 def export(
-    board: Annotated[str, typer.Option(help="official or community.")] = "official",
-    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    board: Annotated[str, Option(help="official or community.")] = "official",
+    fmt: Annotated[str, Option("--format", help="csv or json.")] = "csv",
     benchmark: BenchmarkSlug = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -278,18 +277,18 @@ def _listen(host: str, port: int) -> socket.socket:
 
 @friendly
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    host: Annotated[str, Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, Option(min=1, max=65535, help="Port.")] = 8000,
     data_dir: DataDir = None,
     ground_truth: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--ground-truth", help="The real test set; without it a synthetic demo set is used."
         ),
     ] = None,
     workers: Annotated[
         int,
-        typer.Option(
+        Option(
             min=0,
             max=32,
             help="Job threads in this process; 0 when separate 'medvidbench worker' "
@@ -374,35 +373,33 @@ def serve(
 
 @friendly
 def submit(
-    predictions: Annotated[Path, typer.Argument(help="Prediction file (.json or .jsonl).")],
+    predictions: Annotated[Path, Argument(help="Prediction file (.json or .jsonl).")],
     server: Annotated[
         str,
-        typer.Option(
-            envvar="MEDVIDBENCH_SERVER", help="Leaderboard URL, e.g. http://127.0.0.1:8000."
-        ),
+        Option(envvar="MEDVIDBENCH_SERVER", help="Leaderboard URL, e.g. http://127.0.0.1:8000."),
     ],
-    token: Annotated[str, typer.Option(envvar="MEDVIDBENCH_TOKEN", help="API token.")],
-    model_name: Annotated[str, typer.Option(help="Model name (unique on the board).")],
-    organisation: Annotated[str, typer.Option(help="Organisation.")] = "",
-    model_url: Annotated[str, typer.Option(help="Model URL (http or https).")] = "",
-    wait: Annotated[bool, typer.Option(help="Wait until scored and print the scores.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait at most.")] = 600.0,
+    token: Annotated[str, Option(envvar="MEDVIDBENCH_TOKEN", help="API token.")],
+    model_name: Annotated[str, Option(help="Model name (unique on the board).")],
+    organisation: Annotated[str, Option(help="Organisation.")] = "",
+    model_url: Annotated[str, Option(help="Model URL (http or https).")] = "",
+    wait: Annotated[bool, Option(help="Wait until scored and print the scores.")] = False,
+    timeout: Annotated[float, Option(help="Seconds to wait at most.")] = 600.0,
     benchmark: Annotated[
         str | None,
-        typer.Option(
+        Option(
             envvar="MEDVIDBENCH_BENCHMARK",
             help="Benchmark slug on the server (default: the server's default benchmark).",
         ),
     ] = None,
     private: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--private",
             help="Score it without publishing: only you see it, and where it would rank.",
         ),
     ] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the server's JSON result (or error).")
+        bool, Option("--json", help="Print the server's JSON result (or error).")
     ] = False,
 ) -> None:
     """Upload predictions to a leaderboard server (and wait for the scores).

@@ -87,11 +87,17 @@ def truth(struc: Any) -> list[Segment]:
 
 
 def iou(a: Segment, b: Segment) -> float:
-    """Intersection over the hull, upstream's form (equal to the union when they overlap)."""
-    union = max(a[1], b[1]) - min(a[0], b[0])
+    """Intersection over the hull, upstream's form (equal to the union when they overlap):
+    ``max(0, min(a1, b1) - max(a0, b0)) / (max(a1, b1) - min(a0, b0))``, 0 for an empty hull.
+    Written with comparisons in place of min and max (a fifth of TAL's scoring time), each
+    picking the operand the builtin picks, so the value is the same to the last bit."""
+    a0, a1 = a
+    b0, b1 = b
+    union = (b1 if b1 > a1 else a1) - (b0 if b0 < a0 else a0)
     if union <= 0:
         return 0.0
-    return max(0.0, min(a[1], b[1]) - max(a[0], b[0])) / union
+    inter = (b1 if b1 < a1 else a1) - (b0 if b0 > a0 else a0)
+    return (inter if inter > 0.0 else 0.0) / union
 
 
 def greedy_matches(gt: Sequence[Segment], pred: Sequence[Segment], theta: float) -> list[float]:
@@ -99,12 +105,17 @@ def greedy_matches(gt: Sequence[Segment], pred: Sequence[Segment], theta: float)
 
     Returns the IoUs of the matched pairs.
     """
+    return _greedy([[iou(g, p) for p in pred] for g in gt], theta)
+
+
+def _greedy(table: Sequence[Sequence[float]], theta: float) -> list[float]:
+    """:func:`greedy_matches` on the IoU table (``table[i][j]``: GT i, prediction j)."""
     used: set[int] = set()
     matched: list[float] = []
-    for g in gt:
+    for row in table:
         best, best_j = 0.0, -1
-        for j, p in enumerate(pred):
-            if j not in used and (v := iou(g, p)) > best:
+        for j, v in enumerate(row):
+            if v > best and j not in used:
                 best, best_j = v, j
         if best_j >= 0 and best >= theta:
             used.add(best_j)
@@ -160,9 +171,10 @@ def score(
         return out
     g = [(a * fps, b * fps) for a, b in gt]  # upstream converts to frames; kept for float parity
     p = [(a * fps, b * fps) for a, b in pred]
+    table = [[iou(a, b) for b in p] for a in g]  # the same for every threshold
     out = {}
     for t in THRESHOLDS:
-        matched = greedy_matches(g, p, t)
+        matched = _greedy(table, t)
         out[_key(t)] = sum(matched) / len(matched) if matched else 0.0
         out[f"recall_{round(t * 10):02d}"] = len(matched) / len(g) if g else 0.0
     return out
