@@ -152,6 +152,9 @@ def command(func: Callable[..., Any], name: str | None = None) -> Command:
             (base,) = typing.get_args(base)
             lists[p.name] = default
         if isinstance(spec, Argument):
+            # No default at all for a required parameter: click takes an explicit None as
+            # a value given, and would not ask for the missing one.
+            given = {} if required or many else {"default": default}
             params.append(
                 HelpedArgument(
                     [p.name],
@@ -159,7 +162,7 @@ def command(func: Callable[..., Any], name: str | None = None) -> Command:
                     type=_click_type(base, None),
                     nargs=-1 if many else 1,
                     required=required,
-                    default=None if many else default,
+                    **given,
                 )
             )
         else:
@@ -180,13 +183,14 @@ def _option(
     dashed = name.replace("_", "-")
     decls = list(spec.decls) or ([f"--{dashed}/--no-{dashed}"] if flag else [f"--{dashed}"])
     shown = default not in (None, False, "")
+    given = {} if required else {"default": bool(default) if flag else default}
     return click.Option(
         [*decls, name],
         type=None if flag else _click_type(base, spec),
         is_flag=flag,
         multiple=many,
         required=required,
-        default=bool(default) if flag else default,
+        **given,
         help=spec.help,
         envvar=spec.envvar,
         show_envvar=spec.envvar is not None,

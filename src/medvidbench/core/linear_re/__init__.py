@@ -123,19 +123,28 @@ class LinearPattern:
         compiler.emit(MATCH)
         self._ops = compiler.ops
         self._args = compiler.args
-        for pc, op in enumerate(self._ops):
-            if op == LAZY:
-                self._plan_lazy(pc, parsed.state, flags | parsed.state.flags)
-        # Where a match can start: at a character some first consuming instruction accepts.
-        # Found by re itself (one character class: linear, in C), so most positions cost nothing.
-        firsts = [self._first_member(pc).node for pc in self._first_chars()]
-        union = [sre_parse.SubPattern(parsed.state, [node]) for node in firsts]
-        branch = sre_parse.SubPattern(parsed.state, [(C.BRANCH, (None, union))])
-        self._candidate = sre_compile.compile(branch, flags | parsed.state.flags).search
+        self._state, self._all_flags = parsed.state, flags | parsed.state.flags
+        self._candidate: Callable[[str, int], re.Match[str] | None] | None = None  # _prepare
         self._shapes = Shapes(self._classes(), newline=C.AT_END in self._args)
         # What the engine runs: the same program with rows of literal characters joined.
         self._run_ops, self._run_args = words(self._ops, self._args, flags | parsed.state.flags)
         self._by_shape: dict[str, tuple[list[int], ...]] = {}
+
+    def _prepare(self) -> Callable[[str, int], re.Match[str] | None]:
+        """What the engine needs beyond the program, made on its first use (most patterns are
+        matched by ``re`` only, and these are a few ``re`` patterns each): the search for
+        where a match can start, at a character some first consuming instruction accepts
+        (found by ``re``, linear, in C, so most positions cost nothing), and each lazy loop's
+        plan."""
+        if self._candidate is None:
+            for pc, op in enumerate(self._ops):
+                if op == LAZY:
+                    self._plan_lazy(pc, self._state, self._all_flags)
+            firsts = [self._first_member(pc).node for pc in self._first_chars()]
+            union = [sre_parse.SubPattern(self._state, [node]) for node in firsts]
+            branch = sre_parse.SubPattern(self._state, [(C.BRANCH, (None, union))])
+            self._candidate = sre_compile.compile(branch, self._all_flags).search
+        return self._candidate
 
     def _plan_lazy(self, loop: int, state: Any, flags: int) -> None:
         """Where a lazy loop's continuation (at loop + 3) can start: its first characters, and
@@ -303,7 +312,8 @@ class LinearPattern:
         clear = bytes(len(self._ops))
         ends_of: dict[str, list[int]] = {}
         start = 0
-        while (candidate := self._candidate(text, start)) is not None:
+        search = self._prepare()
+        while (candidate := search(text, start)) is not None:
             start = candidate.start()
             slots, reached = self._attempt(text, start, failed, ends_of)
             if slots is None:

@@ -4,7 +4,7 @@ own parse tree, and the character tests it is made of (decided by ``re`` itself)
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from re import _compiler as sre_compile  # type: ignore[attr-defined]
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -20,7 +20,9 @@ class UnsupportedPattern(ValueError):
 
 
 class CharClass:
-    """Membership of one character in one class, decided by ``re`` and remembered."""
+    """Membership of one character in one class, decided by ``re`` and remembered (the
+    one-class pattern is compiled on the first question: most patterns are only ever matched
+    by ``re`` itself, see :mod:`~medvidbench.core.linear_re.budget`)."""
 
     __slots__ = ("_flags", "_single", "_state", "known", "node")
 
@@ -28,7 +30,7 @@ class CharClass:
         self.node = node
         self._state = state
         self._flags = flags
-        self._single = self.compile_like([node]).fullmatch
+        self._single: Callable[[str], re.Match[str] | None] | None = None
         self.known: dict[str, bool] = {}
 
     def compile_like(self, items: list[Any]) -> re.Pattern[str]:
@@ -43,6 +45,8 @@ class CharClass:
     def __call__(self, ch: str) -> bool:
         known = self.known.get(ch)
         if known is None:
+            if self._single is None:
+                self._single = self.compile_like([self.node]).fullmatch
             known = self.known[ch] = self._single(ch) is not None
         return known
 
@@ -75,17 +79,39 @@ class Run:
     run's end is found by ``re`` in one call.
     """
 
-    __slots__ = ("greedy", "key", "member", "runs", "span", "unbounded", "whole")
+    __slots__ = ("_compiled", "greedy", "key", "member", "unbounded")
 
     def __init__(self, member: CharClass, greedy: bool, unbounded: bool) -> None:
         self.member = member
         self.greedy = greedy
         self.unbounded = unbounded
-        body = member.subpattern([member.node])
-        self.span = member.compile_like([(C.MAX_REPEAT, (0, 1, body))]).match
-        self.runs = member.compile_like([(C.MAX_REPEAT, (1, C.MAXREPEAT, body))]).finditer
-        self.whole = member.compile_like([(C.MAX_REPEAT, (0, C.MAXREPEAT, body))]).match
         self.key = repr(member.node)
+        self._compiled: tuple[Any, Any, Any] | None = None  # (x?, x+, x*), on first use
+
+    def _patterns(self) -> tuple[Any, Any, Any]:
+        if self._compiled is None:
+            body = self.member.subpattern([self.member.node])
+            optional, some, any_ = (
+                self.member.compile_like([(C.MAX_REPEAT, (low, high, body))])
+                for low, high in ((0, 1), (1, C.MAXREPEAT), (0, C.MAXREPEAT))
+            )
+            self._compiled = (optional, some, any_)
+        return self._compiled
+
+    def span(self, text: str, pos: int) -> re.Match[str]:
+        """``x?`` matched at ``pos`` (always a match, if only the empty one)."""
+        found: re.Match[str] = self._patterns()[0].match(text, pos)
+        return found
+
+    def runs(self, text: str) -> Iterator[re.Match[str]]:
+        """Every run of ``x+`` in the text."""
+        found: Iterator[re.Match[str]] = self._patterns()[1].finditer(text)
+        return found
+
+    def whole(self, text: str, pos: int) -> re.Match[str]:
+        """``x*`` matched at ``pos`` (always a match, if only the empty one)."""
+        found: re.Match[str] = self._patterns()[2].match(text, pos)
+        return found
 
     def ends(self, text: str) -> list[int]:
         """For every position, where the run of this class starting there ends (itself when
