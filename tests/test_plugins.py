@@ -80,9 +80,15 @@ def test_discovery_is_cached_and_the_cache_follows_sys_path(
     monkeypatch.setattr(benchmarks, "_scan", no_scan)
     assert benchmarks.discovered() == first  # from the index file, no metadata scan
     benchmarks.forget()
+    # a folder that publishes nothing (a script's own folder, say) leaves the index valid
+    (tmp_path / "scripts").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path / "scripts"))
+    assert benchmarks.discovered() == first
+    benchmarks.forget()
+    (tmp_path / "another-site" / "plugin-1.0.dist-info").mkdir(parents=True)
     monkeypatch.syspath_prepend(str(tmp_path / "another-site"))
     with pytest.raises(AssertionError, match="cached index"):
-        benchmarks.discovered()  # a new sys.path entry invalidates the index
+        benchmarks.discovered()  # a new sys.path entry with packages invalidates the index
 
 
 def test_offline_evaluation_through_the_library(installed: Path, tmp_path: Path) -> None:

@@ -40,7 +40,9 @@ _loaded: dict[str, Benchmark] = {}
 
 def _fingerprint() -> list[list[object]]:
     """The distributions on ``sys.path``: per entry, each metadata folder's name and the
-    modification time of its ``entry_points.txt`` (None when it has none)."""
+    modification time of its ``entry_points.txt`` (None when it has none). A folder with no
+    metadata folder publishes nothing and is left out, so the script's own folder (``python
+    -m medvidbench`` and the ``medvidbench`` script differ there) does not change the key."""
     out: list[list[object]] = []
     for entry in sys.path:
         try:
@@ -48,6 +50,8 @@ def _fingerprint() -> list[list[object]]:
                 names = sorted(d.name for d in found if d.name.endswith(_METADATA))
         except OSError:  # not a folder (a zip file) or gone: its path alone
             out.append([entry])
+            continue
+        if not names:
             continue
         stamps: list[object] = [entry]
         for name in names:
