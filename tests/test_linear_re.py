@@ -286,3 +286,28 @@ def test_other_threads_match_with_the_engine() -> None:
         thread.join()
         assert budget.tried == 0
     assert seen == [None, [("1", "2", "3", "4")]]
+
+
+def test_the_timer_is_set_once_for_many_short_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that finds the timer running does not set it again (two system calls per call
+    cost as much as ``re`` itself on a typical answer)."""
+    import signal
+
+    real = signal.setitimer
+    sets: list[float] = []
+
+    def counting(which: int, seconds: float, interval: float = 0.0) -> tuple[float, float]:
+        sets.append(seconds)
+        return real(which, seconds, interval)
+
+    monkeypatch.setattr(signal, "setitimer", counting)
+    monkeypatch.setattr(linear_re.budget, "BASE", 0.5)  # no timeout on a loaded machine
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        for n in range(2000):
+            assert dvc._V1_EVENT.findall(f"{n}.0-{n + 1}.0 seconds: a cut") == [
+                (f"{n}.0", f"{n + 1}.0", "a cut")
+            ]
+        assert budget.tried == 2000 and budget.timeouts == 0
+    assert 1 <= len([s for s in sets if s > 0]) < 500
+    assert sets[-1] == 0  # cleared when the block ends

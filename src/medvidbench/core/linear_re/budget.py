@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -37,13 +38,24 @@ class _OutOfTime(BaseException):
 
 
 class Budget:
-    """One ``budgeted`` block: its thread, whether a call is armed, and its timeouts so far."""
+    """One ``budgeted`` block: its thread, the call in progress (armed, and until when), whether
+    the timer is running, and the block's timeouts so far.
 
-    __slots__ = ("armed", "thread", "timeouts", "tried")
+    The timer is not set and cleared around every call (two system calls each, as much time as
+    ``re`` takes on a typical answer): a call that finds it running only records its own
+    deadline. When the timer fires during a call whose deadline is still ahead, it is set again
+    for the rest; when it fires between calls, nothing happens and it stays off until the next
+    call sets it. So it fires at most about once per ``BASE`` while calls keep coming, and never
+    after the block (which clears it).
+    """
+
+    __slots__ = ("armed", "deadline", "running", "thread", "timeouts", "tried")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.armed = False
+        self.deadline = 0.0
+        self.running = False
         self.timeouts = 0
         self.tried = 0  # calls given to re (for tests and benchmarks)
 
@@ -53,23 +65,39 @@ class Budget:
         if self.timeouts >= TIMEOUTS_PER_BATCH or threading.get_ident() != self.thread:
             return None
         self.tried += 1
+        budget = BASE + PER_CHARACTER * len(text)
         try:
+            self.deadline = time.perf_counter() + budget
             self.armed = True
-            signal.setitimer(signal.ITIMER_REAL, BASE + PER_CHARACTER * len(text))
+            if not self.running:
+                self.running = True
+                signal.setitimer(signal.ITIMER_REAL, budget)
             try:
                 return call(text)
             finally:
                 # A signal that arrives after this line finds nothing armed and does nothing;
-                # one that arrives before it raises here, and is caught below.
+                # one that arrives before it may raise here, and is caught below.
                 self.armed = False
-                signal.setitimer(signal.ITIMER_REAL, 0)
         except _OutOfTime:
             self.timeouts += 1
             return None
 
     def _expire(self, signum: int, frame: Any) -> None:
-        if self.armed:
-            raise _OutOfTime
+        self.running = False
+        if not self.armed:
+            return  # between calls: the timer stays off until the next call
+        left = self.deadline - time.perf_counter()
+        if left > 0:  # set by an earlier call: the rest of this call's budget
+            self.running = True
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
+        raise _OutOfTime
+
+    def stop(self) -> None:
+        """Clear the timer (the block is over)."""
+        self.armed = False
+        self.running = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 _active: Budget | None = None
@@ -108,5 +136,5 @@ def budgeted() -> Iterator[Budget | None]:
         yield budget
     finally:
         _active = None
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        budget.stop()
         signal.signal(signal.SIGALRM, previous)
