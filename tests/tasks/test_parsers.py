@@ -176,3 +176,16 @@ def test_tal_scores_stay_in_range(
 def test_dvc_f1_stays_in_range(gt: list[Any], pred: list[Any], strict: bool) -> None:
     value = dvc.score(gt, pred, 0.5, strict)
     assert value is None or 0.0 <= value <= 1.0
+
+
+_FORMAT_CHARACTERS = "0123456789 ,.-:/\n*–sto SECONDS seconds from 5/5 Description: ab"
+
+
+@given(st.text(alphabet=_FORMAT_CHARACTERS, max_size=80))
+@settings(max_examples=600, deadline=None)
+def test_the_readable_check_is_what_the_v1_parsers_read(text: str) -> None:
+    """``reads_something`` answers what ``bool(parse)`` does under leaderboard-v1, without
+    building the parse (the validator asks it of every answer)."""
+    assert dvc.reads_something(text) == bool(dvc.parse(text))
+    assert tal.reads_something(text) == bool(tal.parse(text))
+    assert sa.reads_something(text) == (sa.parse(text)[0] is not None)

@@ -18,9 +18,9 @@ _BOX = linear_re.compile(r"\[\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3}\s*\
 
 _READERS: dict[str, Callable[[str], bool]] = {
     "cvs_assessment": lambda t: bool(cvs.parse(t)),
-    "skill_assessment": lambda t: sa.parse(t)[0] is not None,
-    "tal": lambda t: bool(tal.parse(t)),
-    "dense_captioning": lambda t: bool(dvc.parse(t)),
+    "skill_assessment": sa.reads_something,
+    "tal": tal.reads_something,
+    "dense_captioning": dvc.reads_something,
     "stg": lambda t: _BOX.search(t) is not None,
 }
 

@@ -74,6 +74,13 @@ def parse(text: str, strict: bool = False) -> list[Event]:
     return out
 
 
+def reads_something(text: str) -> bool:
+    """``bool(parse(text))`` under ``leaderboard-v1``, without building the events."""
+    if _V1_EVENT.search(text) is not None:
+        return True
+    return any(_V1_LINE.search(line) is not None for line in text.splitlines())
+
+
 def _parse_v1(text: str) -> list[Event]:
     found = [
         (float(a), float(b), c.replace("\n", " ").strip()) for a, b, c in _V1_EVENT.findall(text)

@@ -95,6 +95,11 @@ def parse(text: str, strict: bool = False) -> tuple[str | None, dict[str, int]]:
     return level_from_mean(sum(scores) / len(scores)), aspects
 
 
+def reads_something(text: str) -> bool:
+    """Whether :func:`parse` finds a score under ``leaderboard-v1`` (its level is not None)."""
+    return _V1_SCORE.search(text) is not None
+
+
 def truth(struc: Any, answer: str) -> tuple[str, dict[str, int]]:
     """GT (level, aspect scores) from ``struc_info[0]``, falling back to the answer text."""
     item = struc[0] if isinstance(struc, list) and struc else struc

@@ -75,6 +75,11 @@ def parse(text: str, strict: bool = False) -> list[Segment]:
     return found
 
 
+def reads_something(text: str) -> bool:
+    """``bool(parse(text))`` under ``leaderboard-v1``, without building the segments."""
+    return any(p.search(text) is not None for p in (_V1_PAIR, _V1_TO, _HMS_TO))
+
+
 def truth(struc: Any) -> list[Segment]:
     """All spans of all actions in ``struc_info`` (a list of ``{spans: [...]}`` or one dict)."""
     items = struc if isinstance(struc, list) else [struc]
