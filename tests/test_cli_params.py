@@ -19,6 +19,7 @@ def sample(
     out: Annotated[Path, Option("--out", help="Where to write.")],
     count: Annotated[int | None, Option(min=1, max=9, help="How many.")] = None,
     ratio: Annotated[float, Option(help="A ratio.")] = 0.5,
+    seed: Annotated[int, Option(help="Seed.")] = 0,
     similarity: Annotated[bool, Option(help="A switch pair.")] = False,
     as_json: Annotated[bool, Option("--json", help="A flag.")] = False,
     option: Annotated[list[str] | None, Option("--option", help="Repeatable.")] = None,
@@ -86,6 +87,10 @@ def test_the_rules_of_the_module_docstring() -> None:
     assert text.index("Arguments:") < text.index("Options:")
     assert "Input files." in text and "[env var: SAMPLE_SLUG]" in text
     assert text.count("Input files.") == 1  # not listed twice on click 8.5
+    flat = " ".join(text.split())
+    assert "Input files. [required]" in flat
+    assert "[default: no-similarity]" in flat and "[default: 0.5]" in flat
+    assert "Seed. [default: 0]" in flat  # 0 is a default to show, though it equals False
 
 
 def test_a_group_lists_commands_in_order_and_imports_them_when_asked() -> None:

@@ -13,6 +13,7 @@ import random
 import re
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
 
 import pytest
 
@@ -311,3 +312,53 @@ def test_the_timer_is_set_once_for_many_short_calls(monkeypatch: pytest.MonkeyPa
         assert budget.tried == 2000 and budget.timeouts == 0
     assert 1 <= len([s for s in sets if s > 0]) < 500
     assert sets[-1] == 0  # cleared when the block ends
+
+
+def test_a_slow_tracer_cannot_let_the_timeout_escape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a debugger or a Python-level coverage tracer, the handler can run at any line of
+    the call; its exception must still be caught there (every call still answers)."""
+    import sys
+    import time
+
+    monkeypatch.setattr(linear_re.budget, "BASE", 0.001)
+    code = linear_re.budget.Budget.attempt.__code__
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+
+        def each_line(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                time.sleep(0.0015)  # longer than the budget: the timer fires at this line
+            return each_line
+
+        return each_line
+
+    pattern = dvc._V1_EVENT
+    texts = [f"{n}.0-{n + 1}.0 seconds: a cut" for n in range(12)]
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        sys.settrace(tracer)
+        try:
+            found = [pattern.findall(t) for t in texts]
+        finally:
+            sys.settrace(None)
+    assert found == [[(f"{n}.0", f"{n + 1}.0", "a cut")] for n in range(12)]
+
+
+def test_each_call_is_stopped_at_its_own_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long ordinary answer sets the timer far ahead; a hostile short answer after it is
+    still stopped at its own, much nearer deadline (not the long answer's)."""
+    import time
+
+    monkeypatch.setattr(linear_re.budget, "PER_CHARACTER", 4e-6)
+    long_ordinary = "0.0-1.0 seconds: a cut\n" * 100_000  # a budget of about 9 s
+    hostile = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000  # seconds in re
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        assert len(dvc._V1_EVENT.findall(long_ordinary)) == 100_000
+        started = time.perf_counter()
+        assert hostile[0].findall(hostile[1]) == [("12", "34", "5.5", "6")]
+        took = time.perf_counter() - started
+        assert budget.timeouts == 1
+    assert took < 4.0, took  # its own budget is 10 ms + 4 ms; the long answer's is 9 s

@@ -82,7 +82,7 @@ class Command(click.Command):
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [
-            (p.make_metavar(ctx), p.help)
+            (p.make_metavar(ctx), f"{p.help}  [required]" if p.required else p.help)
             for p in self.get_params(ctx)
             if isinstance(p, HelpedArgument) and p.help
         ]
@@ -182,7 +182,10 @@ def _option(
     flag = base is bool and not many
     dashed = name.replace("_", "-")
     decls = list(spec.decls) or ([f"--{dashed}/--no-{dashed}"] if flag else [f"--{dashed}"])
-    shown = default not in (None, False, "")
+    # The default is shown unless there is none to show: None, an empty text, or a flag's False
+    # (a switch pair shows its default side; ``0`` is shown, though it equals False).
+    switch_pair = flag and not spec.decls
+    shown = switch_pair or not (default is None or default is False or default == "")
     given = {} if required else {"default": bool(default) if flag else default}
     return click.Option(
         [*decls, name],
@@ -194,7 +197,7 @@ def _option(
         help=spec.help,
         envvar=spec.envvar,
         show_envvar=spec.envvar is not None,
-        show_default=shown and not (flag and len(spec.decls) == 1),
+        show_default=shown,
         callback=spec.callback,
         is_eager=spec.is_eager,
         expose_value=True,

@@ -4,11 +4,11 @@
 about ten times faster than the engine (whose loop runs in the interpreter). Its danger is the
 rare answer that makes it backtrack for minutes. CPython's matcher checks for signals every
 4,096 steps, so a timer whose handler raises stops it: inside :func:`budgeted`, each match call
-first runs ``re`` with ``BASE + PER_CHARACTER * len(text)`` seconds of wall time; when that runs
-out the call is abandoned (nothing of it is kept) and the engine matches the text, exactly and in
-linear time. After ``TIMEOUTS_PER_BATCH`` timeouts in one ``budgeted`` block the rest of the
-block goes straight to the engine, so a file of hostile answers costs at most that many budgets on
-top of the engine's own time.
+first runs ``re`` with ``BASE + PER_CHARACTER * len(text)`` seconds of wall time (10 ms plus
+2 us per character); when that runs out the call is abandoned (nothing of it is kept) and the
+engine matches the text, exactly and in linear time. After ``TIMEOUTS_PER_BATCH`` timeouts in
+one ``budgeted`` block the rest of the block goes straight to the engine, so a file of hostile
+answers costs at most that many budgets on top of the engine's own time.
 
 The timer is used only where it cannot disturb anything else in the process: in the main thread,
 on a platform with ``signal.setitimer``, while ``SIGALRM`` is at its default action and no
@@ -28,7 +28,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-BASE = 0.002  # seconds every call may take in re (ordinary answers take microseconds)
+# Seconds every call may take in re: ordinary answers take microseconds, but the call may wait
+# for the interpreter lock while another thread holds it (5 ms by default: the switch interval).
+BASE = 0.01
 PER_CHARACTER = 2e-6  # and per character: about a fifth of the engine's worst case
 TIMEOUTS_PER_BATCH = 16
 
@@ -38,23 +40,25 @@ class _OutOfTime(BaseException):
 
 
 class Budget:
-    """One ``budgeted`` block: its thread, the call in progress (armed, and until when), whether
-    the timer is running, and the block's timeouts so far.
+    """One ``budgeted`` block: its thread, the call in progress (armed, and until when), when
+    the timer will fire (if it is running), and the block's timeouts so far.
 
     The timer is not set and cleared around every call (two system calls each, as much time as
-    ``re`` takes on a typical answer): a call that finds it running only records its own
-    deadline. When the timer fires during a call whose deadline is still ahead, it is set again
-    for the rest; when it fires between calls, nothing happens and it stays off until the next
-    call sets it. So it fires at most about once per ``BASE`` while calls keep coming, and never
-    after the block (which clears it).
+    ``re`` takes on a typical answer): a call that finds it running, due no later than the
+    call's own deadline, only records that deadline. When the timer fires during a call whose
+    deadline is still ahead, it is set again for the rest; when it fires between calls, nothing
+    happens and it stays off until the next call sets it. So it fires at most about once per
+    ``BASE`` while calls keep coming, every call is stopped at its own deadline, and it never
+    fires after the block (which clears it).
     """
 
-    __slots__ = ("armed", "deadline", "running", "thread", "timeouts", "tried")
+    __slots__ = ("armed", "deadline", "expiry", "running", "thread", "timeouts", "tried")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.armed = False
-        self.deadline = 0.0
+        self.deadline = 0.0  # the armed call's, on the time.perf_counter() clock
+        self.expiry = 0.0  # when the running timer fires, on the same clock
         self.running = False
         self.timeouts = 0
         self.tried = 0  # calls given to re (for tests and benchmarks)
@@ -66,19 +70,22 @@ class Budget:
             return None
         self.tried += 1
         budget = BASE + PER_CHARACTER * len(text)
+        # The handler raises only while a call is armed, and a call is armed only inside the
+        # inner try, whose every instruction the outer one covers: the exception cannot escape.
         try:
-            self.deadline = time.perf_counter() + budget
-            self.armed = True
-            if not self.running:
-                self.running = True
-                signal.setitimer(signal.ITIMER_REAL, budget)
             try:
+                deadline = time.perf_counter() + budget
+                self.deadline = deadline
+                self.armed = True
+                if not self.running or self.expiry > deadline:
+                    self.running = True
+                    self.expiry = deadline
+                    signal.setitimer(signal.ITIMER_REAL, budget)
                 return call(text)
             finally:
-                # A signal that arrives after this line finds nothing armed and does nothing;
-                # one that arrives before it may raise here, and is caught below.
-                self.armed = False
+                self.armed = False  # a signal after this line does nothing
         except _OutOfTime:
+            self.armed = False  # raised before the line above: the timer is off by now
             self.timeouts += 1
             return None
 
@@ -89,6 +96,7 @@ class Budget:
         left = self.deadline - time.perf_counter()
         if left > 0:  # set by an earlier call: the rest of this call's budget
             self.running = True
+            self.expiry = self.deadline
             signal.setitimer(signal.ITIMER_REAL, left)
             return
         raise _OutOfTime
