@@ -200,7 +200,6 @@ def _option(
         show_default=shown,
         callback=spec.callback,
         is_eager=spec.is_eager,
-        expose_value=True,
     )
 
 
@@ -245,5 +244,4 @@ def _lists_as_lists(func: Callable[..., Any], lists: dict[str, Any]) -> Callable
             kwargs[key] = list(value) if value else default
         return func(**kwargs)
 
-    run.__doc__ = func.__doc__
     return run
