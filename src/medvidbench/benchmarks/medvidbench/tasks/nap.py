@@ -28,6 +28,7 @@ from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
 from medvidbench.benchmarks.medvidbench.rules import corrected, tolerant
 from medvidbench.core.benchmark import Profile
+from medvidbench.core.nearest import nearest
 from medvidbench.core.scoring import (
     Context,
     SampleResult,
@@ -136,15 +137,16 @@ class NAPAnswer:
 
 
 def predict(texts: Sequence[str], classes: Sequence[str], ctx: Context) -> list[int]:
-    """Class index per answer: exact match first, else nearest class embedding."""
+    """Class index per answer: exact match first, else the class of most similar embedding
+    (the largest exact dot product of the unit vectors, the first of equals: core/nearest)."""
     index = {c: i for i, c in enumerate(classes)}
     out = [index.get(t, -1) for t in texts]
     pending = sorted({t for t, i in zip(texts, out, strict=True) if i < 0})
     if pending:
-        embedder = ctx.embedder()
-        sims = embedder.encode(pending) @ embedder.encode(list(classes)).T
-        nearest = dict(zip(pending, sims.argmax(axis=1).tolist(), strict=True))
-        out = [i if i >= 0 else int(nearest[t]) for t, i in zip(texts, out, strict=True)]
+        vectors = ctx.embedder().vectors([*pending, *classes])
+        found = nearest(vectors[: len(pending)], vectors[len(pending) :])
+        by_text = dict(zip(pending, found, strict=True))
+        out = [i if i >= 0 else by_text[t] for t, i in zip(texts, out, strict=True)]
     return out
 
 
@@ -179,8 +181,9 @@ class NAPScorer(TaskScorer[Sample]):
         # is several times faster on one large batch than on one small batch per group.
         unmatched = {t for _, _, preds, classes in prepared for t in set(preds) - set(classes)}
         if unmatched:
-            embedder = ctx.embedder()
-            embedder.encode(sorted(unmatched | {c for *_, classes in prepared for c in classes}))
+            ctx.embedder().prefetch(
+                sorted(unmatched | {c for *_, classes in prepared for c in classes})
+            )
         for members, gts, preds, classes in prepared:
             gt_index = {c: n for n, c in reversed(list(enumerate(classes)))}  # first occurrence
             predicted = predict(preds, classes, ctx)
