@@ -2,8 +2,8 @@
 
 Next-action answers become the class whose embedding is most similar to theirs (metrics.md
 §3.3). A float32 matrix product decides that only up to its rounding, which depends on the
-BLAS kernel the CPU runs (two classes of the shipped lists can lie 2e-7 apart, about the size of
-that rounding). Here every dot product of two float32 vectors is taken exactly and rounded once
+BLAS kernel the CPU runs (an answer's similarities to two classes of a shipped list can lie
+2e-7 apart, about the size of that rounding). Here every dot product of two float32 vectors is taken exactly and rounded once
 to a double (the products of float32 values are exact in double precision; :func:`math.fsum`
 rounds their sum once), and the nearest is the largest of those, the first on a tie. The
 answer depends on the vectors alone.
