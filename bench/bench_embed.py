@@ -31,7 +31,8 @@ def main() -> None:
     args = parser.parse_args()
     import numpy as np
 
-    from medvidbench.core.embeddings import Embedder, model_dir
+    from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.minilm import model_dir
     from serving import synth  # beside this script
 
     with tempfile.TemporaryDirectory() as tmp:

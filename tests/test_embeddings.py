@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medvidbench.core.embeddings import INSTALL_HINT, Embedder, default_embedder, model_dir
+from medvidbench.core.embeddings import Embedder, default_embedder
 from medvidbench.core.errors import ModelUnavailableError
+from medvidbench.core.minilm import INSTALL_HINT, model_dir
 
 REFERENCE = json.loads((Path(__file__).parent / "data/embeddings/reference.json").read_text())
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from medvidbench.core import model_cache
-from medvidbench.core.embeddings import WEIGHTS_SHA256, Embedder, model_dir
+from medvidbench.core.embeddings import Embedder
+from medvidbench.core.minilm import WEIGHTS_SHA256, model_dir
 
 TEXTS = ["tying the knot", "Prepare medication solution", "retract the gallbladder"]
 

