@@ -56,7 +56,6 @@ METRICS: tuple[Metric, ...] = (
     ),
 )
 METRIC_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
-METRICS_BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 
 LEADERBOARD_V1 = Profile(
@@ -70,8 +69,6 @@ STRICT_V2 = Profile(
     "answers score 0, no frame truncation.",
     variants=((EXTRACTION.name, "tolerant"), (SCORING.name, "corrected")),
 )
-PROFILES: dict[str, Profile] = {p.name: p for p in (LEADERBOARD_V1, STRICT_V2)}
-DEFAULT_PROFILE = LEADERBOARD_V1.name
 
 # Bumped whenever any rule of any profile changes what a score is.
 SCORER_VERSION = "1.2.0"

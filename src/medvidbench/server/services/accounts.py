@@ -203,24 +203,6 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def _start_session(session: Session, user: User) -> str:
-    """A new logged-in browser session for ``user``; returns the secret for its cookie.
-
-    Only the secret's SHA-256 is stored, so a copy of the database logs nobody in.
-    """
-    secret = secrets.token_urlsafe(32)
-    now = datetime.now(UTC)
-    session.add(
-        WebSession(
-            id=_digest(secret),
-            user_id=user.id,
-            created_at=now,
-            expires_at=now + timedelta(days=SESSION_DAYS),
-        )
-    )
-    return secret
-
-
 def _session_user(session: Session, secret: str) -> User | None:
     """The active user of an unexpired browser session, or None."""
     row = session.get(WebSession, _digest(secret)) if secret else None
@@ -231,14 +213,6 @@ def _session_user(session: Session, secret: str) -> User | None:
     if expires <= datetime.now(UTC) or user is None or not user.is_active:
         return None
     return user
-
-
-def _end_session(session: Session, secret: str) -> None:
-    """Log a browser session out on the server: its cookie stops working at once."""
-    if secret:
-        row = session.get(WebSession, _digest(secret))
-        if row is not None:
-            session.delete(row)
 
 
 def check_signup_rate(session: Session, address: str, per_day: int) -> None:
@@ -328,14 +302,32 @@ def sign_in(runtime: Runtime, username: str, password: str) -> User:
 
 
 def open_web_session(runtime: Runtime, user: User) -> str:
-    """A new server-side session for ``user``; its secret goes in the cookie."""
+    """A new logged-in browser session for ``user``; returns the secret for its cookie.
+
+    Only the secret's SHA-256 is stored, so a copy of the database logs nobody in.
+    """
+    secret = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
     with transaction(runtime.sessions) as session:
-        return _start_session(session, user)
+        session.add(
+            WebSession(
+                id=_digest(secret),
+                user_id=user.id,
+                created_at=now,
+                expires_at=now + timedelta(days=SESSION_DAYS),
+            )
+        )
+    return secret
 
 
 def close_web_session(runtime: Runtime, secret: str) -> None:
+    """Log a browser session out on the server: its cookie stops working at once."""
+    if not secret:
+        return
     with transaction(runtime.sessions) as session:
-        _end_session(session, secret)
+        row = session.get(WebSession, _digest(secret))
+        if row is not None:
+            session.delete(row)
 
 
 def sign_up(runtime: Runtime, username: str, password: str, team: str | None, address: str) -> User:
