@@ -102,6 +102,12 @@ class HeldQueue:
     def enqueue_rescore(self, submission_id: int, profile: str) -> None:
         self.jobs.append(("rescore", submission_id, profile))
 
+    def check(self) -> None:
+        """Always answers."""
+
+    def depth(self) -> dict[str, int]:
+        return {"pending": len(self.jobs), "scheduled": 0}
+
 
 def build_runtime(
     tmp_path: Path, database_url: str | None, ground_truth: Path, **settings: object

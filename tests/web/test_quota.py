@@ -85,6 +85,9 @@ class _MeetingQueue:
     def check(self) -> None:
         pass
 
+    def depth(self) -> None:
+        return None
+
 
 def test_two_uploads_at_once_report_what_each_left(
     tmp_path: Path, synthetic: dict[str, Path], request: pytest.FixtureRequest

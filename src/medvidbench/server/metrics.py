@@ -129,11 +129,8 @@ class DatabaseCollector:
 
 def queue_depth(runtime: Runtime) -> dict[str, int] | None:
     """The runtime's queue's jobs by state (None: a queue that cannot tell, or is down)."""
-    depth = getattr(runtime.queue, "depth", None)  # the Huey queue's (jobs.Jobs.depth)
-    if depth is None:
-        return None
     try:
-        return dict(depth())
+        return runtime.queue.depth()
     except Exception:  # the queue is down: the scrape still reports the rest
         return None
 

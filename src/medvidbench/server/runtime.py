@@ -95,6 +95,9 @@ class Queue(Protocol):
     def check(self) -> None:
         """Return when the queue answers now; raise (QueueUnavailableError) when not."""
 
+    def depth(self) -> dict[str, int] | None:
+        """Jobs waiting, by state (``pending``, ``scheduled``); None when it cannot tell."""
+
 
 class NoQueue:
     """The queue of a runtime that has none attached: every enqueue raises
@@ -117,6 +120,9 @@ class NoQueue:
 
     def check(self) -> None:
         raise NoQueueError("this process has no job queue")
+
+    def depth(self) -> None:
+        return None  # no queue: nothing waits in one
 
 
 class Runtime:
