@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 import click
 from rich.markup import escape
 
-from medvidbench import __version__
 from medvidbench.cli import consoles
 from medvidbench.cli.params import Group, Option
 from medvidbench.core.errors import MedVidBenchError, UsageError
+from medvidbench.version import __version__
 
 if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
     from medvidbench.core.benchmark import Benchmark

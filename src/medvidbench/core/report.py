@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.scoring import TaskResult
+from medvidbench.version import __version__
 
 
 @dataclass(slots=True)

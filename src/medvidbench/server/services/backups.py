@@ -29,9 +29,9 @@ from typing import Any
 
 from sqlalchemy import inspect, make_url, text
 
-from medvidbench import __version__
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import PRIVATE_FILE, Runtime, private_dir
+from medvidbench.version import __version__
 
 FORMAT = 1
 MANIFEST = "manifest.json"

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from medvidbench import __version__
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import judge_summary
 from medvidbench.core.errors import NotFoundError, UsageError
@@ -30,6 +29,7 @@ from medvidbench.server.store.models import User
 from medvidbench.server.web import deps, schemas
 from medvidbench.server.web.limits import PayloadTooLargeError
 from medvidbench.server.web.schemas import SubmissionCreated
+from medvidbench.version import __version__
 
 router = APIRouter(tags=["leaderboard"])
 Rt = Annotated[Runtime, Depends(deps.runtime)]

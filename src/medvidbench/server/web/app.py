@@ -15,7 +15,6 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from medvidbench import __version__
 from medvidbench.core.errors import DatabaseUnavailableError, MedVidBenchError, NotFoundError
 from medvidbench.server.metrics import exposition, scrape_allowed
 from medvidbench.server.outages import database_error, describe, is_database_outage
@@ -30,6 +29,7 @@ from medvidbench.server.web.middleware import (
     is_upload,
 )
 from medvidbench.server.web.render import templates
+from medvidbench.version import __version__
 
 log = logging.getLogger("medvidbench.server.web")
 STATIC = Path(__file__).parent / "static"

@@ -11,8 +11,8 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from medvidbench import __version__
 from medvidbench.core import display
+from medvidbench.version import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
 
