@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
-from importlib import import_module
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 
 from medvidbench.core.capabilities import (
@@ -186,24 +185,6 @@ class Profile:
         return Profile(self.name, self.description, full + extra)
 
 
-def lazy(target: str) -> Callable[..., Any]:
-    """The function ``module:name``, imported on its first call: what a definition gives for
-    its loaders and scorers, so that importing the definition stays cheap."""
-    module, _, name = target.partition(":")
-
-    @cache
-    def resolve() -> Callable[..., Any]:
-        found: Callable[..., Any] = getattr(import_module(module), name)
-        return found
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return resolve()(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"{target}, imported on first use."
-    return call
-
-
 @dataclass(frozen=True, slots=True)
 class Task:
     """One task of a benchmark.
@@ -287,15 +268,24 @@ class TestSetFormat(Protocol[ItemT]):
         ...
 
 
+class ReadTestSet(Protocol[ItemT_co]):
+    """``(source, max_bytes=its default) -> test set``: how a benchmark reads its test set (or
+    its questions file), the bytes limit given positionally."""
+
+    def __call__(self, source: str | Path | bytes, max_bytes: int = ..., /) -> TestSet[ItemT_co]:
+        """Read and validate; raise InvalidGroundTruthError listing every problem."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class TestSetFunctions(Generic[ItemT]):
     """A :class:`TestSetFormat` made of two functions, ``load(source, max_bytes)`` and
-    ``match(source, test_set, max_bytes, name)`` (give them with :func:`lazy` to import them
-    on first use)."""
+    ``match(source, test_set, max_bytes, name)`` (a function that imports the real one when
+    called keeps importing the definition cheap)."""
 
-    load: Callable[..., TestSet[ItemT]]
+    load: ReadTestSet[ItemT]
     match: Callable[..., MatchedSubmission]
-    questions: Callable[..., TestSet[ItemT]] | None = None
+    questions: ReadTestSet[ItemT] | None = None
     """``questions(source, max_bytes)``: the public questions file, where the benchmark has one."""
 
     def load_ground_truth(

@@ -21,12 +21,19 @@ from medvidbench.core.benchmark import (
     Task,
     TestSetFunctions,
     Uncertainty,
-    lazy,
 )
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
     from medvidbench.benchmarks.medsg.testset import Item
-    from medvidbench.core.scoring import SampleResult
+    from medvidbench.benchmarks.medsg.testset import TestSet as ItemSet
+    from medvidbench.core.rewards import RewardSpec
+    from medvidbench.core.scoring import SampleResult, TaskScorer
+    from medvidbench.core.statistics import Ratio
+    from medvidbench.core.submission import MatchedSubmission
 
 # The synthetic generator's answer styles (kept here so that listing benchmarks stays cheap).
 ARCHETYPES = (
@@ -198,6 +205,60 @@ def first_image(item: Any) -> str:
     return str(item.images[0]) if item.images else str(item.sample_id)
 
 
+# The loaders, scorers and generator, imported on first use (importing this module stays cheap);
+# written out, not looked up by name, so that mypy checks each against the kernel's types.
+
+
+def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> ItemSet:
+    from medvidbench.benchmarks.medsg.testset import load_ground_truth
+
+    return load_ground_truth(source, max_bytes)
+
+
+def _match(
+    source: str | Path | bytes, gt: ItemSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    from medvidbench.benchmarks.medsg.submission import validate_submission
+
+    return validate_submission(source, gt, max_bytes, name)
+
+
+def _scorers() -> Mapping[str, TaskScorer[Item]]:
+    from medvidbench.benchmarks.medsg.tasks import scorers
+
+    return scorers()
+
+
+def _overall(metrics: dict[str, float | None]) -> dict[str, float | None]:
+    from medvidbench.benchmarks.medsg.tasks import overall
+
+    return overall(metrics)
+
+
+def _overall_formulas(formulas: dict[str, list[Ratio]]) -> dict[str, list[Ratio]]:
+    from medvidbench.benchmarks.medsg.tasks import overall_formulas
+
+    return overall_formulas(formulas)
+
+
+def _check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
+    from medvidbench.benchmarks.medsg.tasks import check_options
+
+    return check_options(options, profile)
+
+
+def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    from medvidbench.benchmarks.medsg.synth import write_synthetic
+
+    return write_synthetic(out_dir, samples, seed)
+
+
+def _rewards() -> RewardSpec:
+    from medvidbench.benchmarks.medsg.rewards import spec
+
+    return spec()
+
+
 BENCHMARK: Benchmark[Item] = Benchmark(
     slug="medsg",
     title="MedSG-Bench",
@@ -207,21 +268,18 @@ BENCHMARK: Benchmark[Item] = Benchmark(
     metrics=_metrics(),
     profiles=(OFFICIAL, CORRECTED),
     rules=(RULES,),
-    testset=TestSetFunctions(
-        load=lazy(f"{__name__}.testset:load_ground_truth"),
-        match=lazy(f"{__name__}.submission:validate_submission"),
-    ),
-    scorers=lazy(f"{__name__}.tasks:scorers"),
-    derived_metrics=lazy(f"{__name__}.tasks:overall"),
-    check_options=lazy(f"{__name__}.tasks:check_options"),
+    testset=TestSetFunctions(load=_load, match=_match),
+    scorers=_scorers,
+    derived_metrics=_overall,
+    check_options=_check_options,
     labels="public",
-    demo=DemoData(synthesise=lazy(f"{__name__}.synth:write_synthetic"), archetypes=ARCHETYPES),
-    rewards=lazy(f"{__name__}.rewards:spec"),
+    demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),
+    rewards=_rewards,
     uncertainty=Uncertainty(
         cluster_of=first_image,
         cluster_rule="items sharing their first image together (the items carry no case id; "
         "in the published set every first image is distinct, so each item is its own cluster)",
-        derived_formulas=lazy(f"{__name__}.tasks:overall_formulas"),
+        derived_formulas=_overall_formulas,
     ),
     presentation=Presentation(
         about=ABOUT,

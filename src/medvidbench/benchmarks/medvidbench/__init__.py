@@ -28,11 +28,18 @@ from medvidbench.core.benchmark import (
     Task,
     TestSetFunctions,
     Uncertainty,
-    lazy,
 )
+from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
-    from medvidbench.benchmarks.medvidbench.groundtruth import Sample
+    from pathlib import Path
+
+    from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, Sample
+    from medvidbench.core.benchmark import Source
+    from medvidbench.core.embeddings import Embedder
+    from medvidbench.core.rewards import RewardSpec
+    from medvidbench.core.scoring import JudgedScorer, TaskScorer
+    from medvidbench.core.submission import MatchedSubmission
 
 ABOUT = """MedVidBench tests video-language models on surgical and nursing videos: 6,245 test \
 questions over 8 tasks from 8 source datasets (AVOS, CholecT50, CholecTrack20, Cholec80_CVS, \
@@ -79,6 +86,60 @@ def source_video(item: Any) -> str:
     return str(item.sample_id).split("&&", 1)[0]
 
 
+# The loaders, scorers and generator, imported on first use (importing this module stays cheap);
+# written out, not looked up by name, so that mypy checks each against the kernel's types.
+
+
+def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> GroundTruth:
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+
+    return load_ground_truth(source, max_bytes)
+
+
+def _questions(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> GroundTruth:
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_questions
+
+    return load_questions(source, max_bytes)
+
+
+def _match(
+    source: Source, gt: GroundTruth, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+) -> MatchedSubmission:
+    from medvidbench.benchmarks.medvidbench.matching import validate_submission
+
+    return validate_submission(source, gt, max_bytes, name)
+
+
+def _scorers() -> Mapping[str, TaskScorer[Sample]]:
+    from medvidbench.benchmarks.medvidbench.tasks import rule_based_scorers
+
+    return rule_based_scorers()
+
+
+def _judged_scorers() -> Mapping[str, JudgedScorer[Sample]]:
+    from medvidbench.benchmarks.medvidbench.tasks.captions import judged_scorers
+
+    return judged_scorers()
+
+
+def _embedder() -> Embedder:
+    from medvidbench.benchmarks.medvidbench.tasks.nap import prepared_embedder
+
+    return prepared_embedder()
+
+
+def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+
+    return write_synthetic(out_dir, samples, seed)
+
+
+def _rewards() -> RewardSpec:
+    from medvidbench.benchmarks.medvidbench.rewards import spec
+
+    return spec()
+
+
 BENCHMARK: Benchmark[Sample] = Benchmark(
     slug="medvidbench",
     title="MedVidBench",
@@ -88,17 +149,13 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),
     rules=RULES,
-    testset=TestSetFunctions(
-        load=lazy(f"{__name__}.groundtruth:load_ground_truth"),
-        match=lazy(f"{__name__}.matching:validate_submission"),
-        questions=lazy(f"{__name__}.groundtruth:load_questions"),
-    ),
-    scorers=lazy(f"{__name__}.tasks:rule_based_scorers"),
-    embedder=lazy(f"{__name__}.tasks.nap:prepared_embedder"),
+    testset=TestSetFunctions(load=_load, match=_match, questions=_questions),
+    scorers=_scorers,
+    embedder=_embedder,
     labels="hidden",
-    judging=JudgedScoring(scorers=lazy(f"{__name__}.tasks.captions:judged_scorers"), rubric=RUBRIC),
-    demo=DemoData(synthesise=lazy(f"{__name__}.synth:write_synthetic"), archetypes=ARCHETYPES),
-    rewards=lazy(f"{__name__}.rewards:spec"),
+    judging=JudgedScoring(scorers=_judged_scorers, rubric=RUBRIC),
+    demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),
+    rewards=_rewards,
     uncertainty=Uncertainty(
         cluster_of=source_video,
         cluster_rule="every question about one source video together (the video id of the "

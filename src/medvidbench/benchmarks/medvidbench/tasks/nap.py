@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
@@ -38,6 +38,9 @@ from medvidbench.core.scoring import (
     group_by_dataset,
     micro_mean,
 )
+
+if TYPE_CHECKING:
+    from medvidbench.core.embeddings import Embedder
 
 _PUNCT = re.compile(r"[^\w\s-]")
 _SPACE = re.compile(r"\s+")
@@ -107,7 +110,7 @@ def known_labels() -> list[str]:
 
 
 @cache
-def prepared_embedder() -> Any:
+def prepared_embedder() -> Embedder:
     """The process-wide embedder with every known class label already encoded.
 
     Class lists are fixed by the benchmark, so encoding them belongs with loading the model,
