@@ -12,7 +12,7 @@ import pytest
 
 from medvidbench import benchmarks
 from medvidbench.core import benchmark as kernel
-from medvidbench.core import scoring
+from medvidbench.core import rewards, scoring
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "adding-a-benchmark.md"
 # The kernel and each capability, the records they are made of: every field, as `name: type`.
@@ -26,11 +26,14 @@ RECORDS = (
     kernel.Metric,
     kernel.Profile,
     kernel.Rule,
+    rewards.RewardSpec,
+    rewards.TaskReward,
 )
 # The protocols and base classes a plug-in implements: their attributes and methods.
 CONTRACTS = {
     kernel.TestSetFormat: ("load_ground_truth", "validate_submission", "load_questions"),
     kernel.Importer: ("to_submission",),
+    kernel.TaskWriter: ("task_files",),
     scoring.TaskScorer: (
         "parse",
         "parse_all",
@@ -92,6 +95,13 @@ def test_the_lists_cover_every_capability_and_every_abstract_method() -> None:
         and dataclasses.is_dataclass(vars(kernel)[f.type.split(" | ")[0]])
     }
     assert capability_types <= {r.__name__ for r in RECORDS}
+    # a capability given as a factory (rewards: () -> RewardSpec) is listed by what it makes
+    made = {
+        f.type.removeprefix("Callable[[], ").split("]")[0]
+        for f in dataclasses.fields(kernel.Benchmark)
+        if f.type.startswith("Callable[[], ")
+    }
+    assert made - {"Mapping[str, TaskScorer[ItemT"} <= {r.__name__ for r in RECORDS} | {"Embedder"}
     for base in (scoring.TaskScorer, scoring.JudgedScorer):
         assert base.__abstractmethods__ <= set(CONTRACTS[base])
     protocol_methods = {

@@ -147,9 +147,10 @@ def export_task(
     OUTPUT_PATH/submissions/medvidbench-submission-<time>.json.
     """
     from medvidbench import benchmarks
+    from medvidbench.core.benchmark import TaskWriter
 
     bench = benchmarks.get(benchmark)
-    makers = {name: imp for name, imp in _importers(bench).items() if hasattr(imp, "task_files")}
+    makers = {name: imp for name, imp in _importers(bench).items() if isinstance(imp, TaskWriter)}
     if toolkit not in makers:
         known = ", ".join(makers) or "none"
         raise UsageError(

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, runtime_checkable
 
 from medvidbench.core.capabilities import (
     DemoData as DemoData,  # re-exported: a definition imports everything from here
@@ -325,6 +325,16 @@ class Importer(Protocol):
         filename: str,
         questions: Sequence[Mapping[str, Any]] | None,
     ) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class TaskWriter(Importer, Protocol):
+    """An importer that also writes the task its toolkit runs, whose output the importer then
+    reads (``medvidbench export-task NAME DIR``)."""
+
+    def task_files(
+        self, questions: Sequence[Mapping[str, Any]] | None, folder: Path
+    ) -> dict[str, bytes]: ...
 
 
 @dataclass(frozen=True)
