@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -58,13 +58,24 @@ def create_app(runtime: Runtime) -> FastAPI:
     app = FastAPI(
         title="medvidbench leaderboard API",
         version=__version__,
-        docs_url=None,  # served below from local files: FastAPI's page loads a CDN
+        docs_url=None,  # served from local files (assets below): FastAPI's page loads a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.runtime = runtime
     app.state.login_failures = LoginThrottle()
     app.state.password_work = SlowWork()
+    _add_middleware(app, runtime)
+    _add_error_handlers(app)
+    app.include_router(assets)
+    app.include_router(api.router, prefix="/api/v1")
+    for router in pages.ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _add_middleware(app: FastAPI, runtime: Runtime) -> None:
     # Each add_middleware wraps the ones added before it, so from the outside in: a trusted
     # proxy's headers, headers on every answer (413s included), the body limit, the session
     # cookie, and the check that an upload's sender is logged in before its body is read.
@@ -89,6 +100,11 @@ def create_app(runtime: Runtime) -> FastAPI:
     # `medvidbench serve` configures with the same setting, has rewritten the scope already;
     # a second pass is then a no-op (the rewritten client is no trusted proxy).
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=runtime.settings.trusted_proxies)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Our errors, an unreachable database, the framework's HTTP and validation errors: JSON
+    under /api, an HTML page elsewhere (:func:`_error`)."""
 
     @app.exception_handler(MedVidBenchError)
     async def on_error(request: Request, exc: MedVidBenchError) -> Response:
@@ -133,66 +149,71 @@ def create_app(runtime: Runtime) -> FastAPI:
             {"error": "RequestValidationError", "message": message, "problems": problems},
         )
 
-    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
-        import plotly
 
-        bundle = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-        return FileResponse(
-            bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+# What the server serves beside pages and API: vendored scripts, the API page, the favicon and
+# the metrics scrape (none of them in the OpenAPI document).
+assets = APIRouter(include_in_schema=False)
+
+
+@assets.get("/static/vendor/plotly.min.js")
+def plotly_js() -> FileResponse:
+    import plotly
+
+    bundle = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return FileResponse(
+        bundle, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+    )
+
+
+@assets.get("/metrics")
+def metrics(request: Request) -> Response:
+    runtime = deps.runtime(request)
+    # Not public: a bearer token or an allowed address (MEDVIDBENCH_METRICS_*); not found
+    # at all when neither is configured.
+    allowed = scrape_allowed(
+        runtime,
+        request.client.host if request.client else None,
+        request.headers.get("authorization"),
+    )
+    if allowed is None:
+        raise NotFoundError("no page /metrics")
+    if not allowed:
+        return Response(
+            "metrics need a bearer token or an allowed address\n",
+            status_code=401,
+            media_type="text/plain",
+            headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
         )
+    body, content_type = exposition(runtime)
+    return Response(body, media_type=content_type)
 
-    @app.get("/metrics", include_in_schema=False)
-    def metrics(request: Request) -> Response:
-        # Not public: a bearer token or an allowed address (MEDVIDBENCH_METRICS_*); not found
-        # at all when neither is configured.
-        allowed = scrape_allowed(
-            runtime,
-            request.client.host if request.client else None,
-            request.headers.get("authorization"),
-        )
-        if allowed is None:
-            raise NotFoundError("no page /metrics")
-        if not allowed:
-            return Response(
-                "metrics need a bearer token or an allowed address\n",
-                status_code=401,
-                media_type="text/plain",
-                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
-            )
-        body, content_type = exposition(runtime)
-        return Response(body, media_type=content_type)
 
-    @app.get("/api/docs", include_in_schema=False)
-    def api_docs() -> HTMLResponse:
-        return HTMLResponse(API_DOCS)
+@assets.get("/api/docs")
+def api_docs() -> HTMLResponse:
+    return HTMLResponse(API_DOCS)
 
-    @app.get("/static/vendor/swagger/{name}", include_in_schema=False)
-    def swagger_file(name: str) -> FileResponse:
-        if name not in SWAGGER_FILES:
-            raise NotFoundError(f"no file {name!r}")
-        import fastapi_offline
 
-        return FileResponse(
-            Path(fastapi_offline.__file__).parent / "static" / name,
-            media_type=SWAGGER_FILES[name],
-            headers={"Cache-Control": "public, max-age=86400"},
-        )
+@assets.get("/static/vendor/swagger/{name}")
+def swagger_file(name: str) -> FileResponse:
+    if name not in SWAGGER_FILES:
+        raise NotFoundError(f"no file {name!r}")
+    import fastapi_offline
 
-    @app.get("/favicon.ico", include_in_schema=False)
-    def favicon() -> FileResponse:
-        # Browsers ask for /favicon.ico whatever the page says; answering it keeps consoles clean.
-        return FileResponse(
-            STATIC / "favicon.svg",
-            media_type="image/svg+xml",
-            headers={"Cache-Control": "public, max-age=86400"},
-        )
+    return FileResponse(
+        Path(fastapi_offline.__file__).parent / "static" / name,
+        media_type=SWAGGER_FILES[name],
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
 
-    app.include_router(api.router, prefix="/api/v1")
-    for router in pages.ROUTERS:
-        app.include_router(router)
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return app
+
+@assets.get("/favicon.ico")
+def favicon() -> FileResponse:
+    # Browsers ask for /favicon.ico whatever the page says; answering it keeps consoles clean.
+    return FileResponse(
+        STATIC / "favicon.svg",
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
 
 
 def _our_cause(exc: BaseException) -> MedVidBenchError | None:
