@@ -11,10 +11,10 @@ seen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import String, select, type_coerce
+from sqlalchemy import Connection, String, select, type_coerce
 from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import NotFoundError
@@ -22,6 +22,9 @@ from medvidbench.core.ranking import rounded_values
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import board_picks
 from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
+
+if TYPE_CHECKING:
+    from medvidbench.core.benchmark import Benchmark
 
 KINDS = ("official", "community")
 
@@ -118,73 +121,15 @@ def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
         # each query joined on the board's entries (no list of ids to send); rows are copied by
         # position into plain records, whose attributes cost a tenth of a database row's
         connection = session.connection()
-        entries = [
-            EntryRow(*row)
-            for row in connection.execute(
-                select(
-                    Entry.id,
-                    Entry.submission_id,
-                    Entry.model_name,
-                    Entry.team_name,
-                    Entry.model_url,
-                    Entry.reported_metrics,
-                    Entry.reported,
-                    Entry.verified,
-                    Entry.baseline,
-                    Entry.source,
-                    Entry.verified_date,
-                    type_coerce(Entry.created_at, String),
-                ).where(Entry.board_id == board.id)
-            )
-        ]
-        subs = {
-            row[0]: SubmissionRow(*row)
-            for row in connection.execute(
-                select(
-                    Submission.id,
-                    Submission.status,
-                    Submission.missing_tasks,
-                    type_coerce(Submission.created_at, String),
-                    Submission.hidden,
-                    Submission.visibility,
-                )
-                .join(Entry, Entry.submission_id == Submission.id)
-                .where(Entry.board_id == board.id)
-            )
-        }
+        entries = _entry_rows(connection, board.id)
+        subs = _submission_rows(connection, board.id)
         # a submission an administrator hid, or its submitter made private or withdrew, is off
         # every board (its page and scores are kept)
         hidden = {i for i, s in subs.items() if s.hidden or s.visibility != "public"}
         entries = [e for e in entries if e.submission_id not in hidden]
         picks = board_picks(session, board.id, definition)
         held: dict[int, Shown] = runtime.boards.get(("shown", bench_id, kind), 0, dict)
-        evals: dict[int, Shown] = {}
-        missing = []
-        for sub_id, (ev_id, created_at) in picks.items():
-            shown = held.get(ev_id)
-            if shown is not None and shown.created_at == created_at:
-                evals[sub_id] = shown
-            else:
-                missing.append((ev_id, sub_id, created_at))
-        for start in range(0, len(missing), 100):
-            part = {
-                ev_id: (sub_id, created_at)
-                for ev_id, sub_id, created_at in missing[start : start + 100]
-            }
-            for row in connection.execute(
-                select(
-                    Evaluation.id,
-                    Evaluation.metrics,
-                    Evaluation.judge,
-                    Evaluation.profile,
-                    Evaluation.scorer_version,
-                    Evaluation.statistics,
-                ).where(Evaluation.id.in_(part))
-            ):
-                sub_id, created_at = part[row.id]
-                evals[sub_id] = _shown(row, created_at, definition)
-        held.clear()
-        held.update((shown.id, shown) for shown in evals.values())
+        evals = _shown_evaluations(connection, picks, held, definition)
     metrics, rounded = [], []
     for e in entries:
         shown = evals.get(e.submission_id) if e.submission_id else None
@@ -197,6 +142,79 @@ def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
             rounded.append(rounded_values(found, definition.metrics))
     prepared = {shown.id: shown.replicates for shown in evals.values()}
     return BoardRead(definition, demo, entries, subs, evals, metrics, rounded, prepared)
+
+
+def _entry_rows(connection: Connection, board_id: int) -> list[EntryRow]:
+    query = select(
+        Entry.id,
+        Entry.submission_id,
+        Entry.model_name,
+        Entry.team_name,
+        Entry.model_url,
+        Entry.reported_metrics,
+        Entry.reported,
+        Entry.verified,
+        Entry.baseline,
+        Entry.source,
+        Entry.verified_date,
+        type_coerce(Entry.created_at, String),
+    ).where(Entry.board_id == board_id)
+    return [EntryRow(*row) for row in connection.execute(query)]
+
+
+def _submission_rows(connection: Connection, board_id: int) -> dict[int, SubmissionRow]:
+    query = (
+        select(
+            Submission.id,
+            Submission.status,
+            Submission.missing_tasks,
+            type_coerce(Submission.created_at, String),
+            Submission.hidden,
+            Submission.visibility,
+        )
+        .join(Entry, Entry.submission_id == Submission.id)
+        .where(Entry.board_id == board_id)
+    )
+    return {row[0]: SubmissionRow(*row) for row in connection.execute(query)}
+
+
+def _shown_evaluations(
+    connection: Connection,
+    picks: dict[int, tuple[int, Any]],
+    held: dict[int, Shown],
+    definition: Benchmark,
+) -> dict[int, Shown]:
+    """The evaluation each submission shows (``picks``: submission -> (evaluation, created)),
+    decoded once per process: those ``held`` from an earlier read are reused, the others read
+    a hundred at a time; ``held`` then holds exactly these."""
+    evals: dict[int, Shown] = {}
+    missing = []
+    for sub_id, (ev_id, created_at) in picks.items():
+        shown = held.get(ev_id)
+        if shown is not None and shown.created_at == created_at:
+            evals[sub_id] = shown
+        else:
+            missing.append((ev_id, sub_id, created_at))
+    for start in range(0, len(missing), 100):
+        part = {
+            ev_id: (sub_id, created_at)
+            for ev_id, sub_id, created_at in missing[start : start + 100]
+        }
+        for row in connection.execute(
+            select(
+                Evaluation.id,
+                Evaluation.metrics,
+                Evaluation.judge,
+                Evaluation.profile,
+                Evaluation.scorer_version,
+                Evaluation.statistics,
+            ).where(Evaluation.id.in_(part))
+        ):
+            sub_id, created_at = part[row.id]
+            evals[sub_id] = _shown(row, created_at, definition)
+    held.clear()
+    held.update((shown.id, shown) for shown in evals.values())
+    return evals
 
 
 def day(stored: Any) -> str:
