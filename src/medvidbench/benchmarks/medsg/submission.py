@@ -70,51 +70,19 @@ def validate_submission(
 ) -> MatchedSubmission:
     """Validate a MedSG-Bench submission and match it to the test items (never raises on the
     file's content: every problem is in ``report.errors``)."""
-    if not isinstance(source, bytes) and Path(source).is_dir():
-        name = name or str(source)
-        parts = [(p.name, read_bytes(p, max_bytes)) for p in sorted(Path(source).glob("*.json"))]
-        source = b"".join(data for _, data in parts)  # for the hash and size only
-    else:
-        if not isinstance(source, bytes):
-            name = name or str(source)
-            source = read_bytes(source, max_bytes)
-        parts = None
-    report = ValidationReport(name, hashlib.sha256(source).hexdigest(), len(source))
-    predictions: list[Any] = [None] * len(gt)
-    matched = MatchedSubmission(report, predictions)
+    name, data, parts = _read(source, max_bytes, name)
+    report = ValidationReport(name, hashlib.sha256(data).hexdigest(), len(data))
+    matched = MatchedSubmission(report, [None] * len(gt))
     if parts is None:
-        parts = [("", source)]
-        if source[:4] == ZIP_MAGIC:
+        parts = [("", data)]
+        if data[:4] == ZIP_MAGIC:
             try:
-                parts = json_members(source, max_bytes, name)
+                parts = json_members(data, max_bytes, name)
             except ArchiveRefused as exc:
                 report.errors.add(Problem("bad-zip", str(exc)))
                 return matched
-    raw: Any = []
-    for part, data in parts:
-        try:
-            decoded = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            report.errors.add(
-                Problem("not-json", f"{_where(part)}the submission is not JSON: {exc}")
-            )
-            return matched
-        except RecursionError:
-            report.errors.add(
-                Problem(
-                    "too-deep", f"{_where(part)}the submission nests arrays or objects too deeply"
-                )
-            )
-            return matched
-        if len(parts) == 1:
-            raw = decoded
-        elif isinstance(decoded, list):
-            raw.extend(decoded)  # several results files: concatenated in name order
-        else:
-            report.errors.add(Problem("wrong-type", f"{part}: expected a JSON list of records"))
-            return matched
-    if not parts:
-        report.errors.add(Problem("no-records", "no *.json file in the submission"))
+    raw = _decode(parts, report)
+    if raw is None:
         return matched
     if isinstance(raw, dict) and "predictions" in raw:
         _options(raw, matched)
@@ -126,10 +94,73 @@ def validate_submission(
         return matched
     report.records = len(raw)
     by_task = gt.by_task()
+    if not _match(raw, by_task, matched):
+        return matched
+    _check_coverage(by_task, matched)
+    if not report.matched and not report.errors:  # `[]`, `{"predictions": []}`, counters only
+        report.errors.add(
+            Problem(
+                "no-predictions",
+                f"{_where(name)}no predictions: the file answers no test item (expected "
+                "{task, index, prediction} records or the official script's results records)",
+            )
+        )
+    return matched
+
+
+def _read(
+    source: str | Path | bytes, max_bytes: int, name: str
+) -> tuple[str, bytes, list[tuple[str, bytes]] | None]:
+    """The submission's name, its bytes (a folder's files one after another: for the hash and
+    size only), and a folder's ``*.json`` files by name (None: one file, perhaps a zip)."""
+    if not isinstance(source, bytes) and Path(source).is_dir():
+        parts = [(p.name, read_bytes(p, max_bytes)) for p in sorted(Path(source).glob("*.json"))]
+        return name or str(source), b"".join(data for _, data in parts), parts
+    if not isinstance(source, bytes):
+        return name or str(source), read_bytes(source, max_bytes), None
+    return name, source, None
+
+
+def _decode(parts: list[tuple[str, bytes]], report: ValidationReport) -> Any:
+    """The records of the parts (several results files concatenated in name order), or None
+    when a part is not what it should be (the problem is in ``report``)."""
+    raw: Any = []
+    for part, data in parts:
+        try:
+            decoded = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            report.errors.add(
+                Problem("not-json", f"{_where(part)}the submission is not JSON: {exc}")
+            )
+            return None
+        except RecursionError:
+            report.errors.add(
+                Problem(
+                    "too-deep", f"{_where(part)}the submission nests arrays or objects too deeply"
+                )
+            )
+            return None
+        if len(parts) == 1:
+            raw = decoded
+        elif isinstance(decoded, list):
+            raw.extend(decoded)
+        else:
+            report.errors.add(Problem("wrong-type", f"{part}: expected a JSON list of records"))
+            return None
+    if not parts:
+        report.errors.add(Problem("no-records", "no *.json file in the submission"))
+        return None
+    return raw
+
+
+def _match(raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubmission) -> bool:
+    """Match the records, in whichever of the two formats they are; False when they are in
+    neither or mix the two (the problem is in the report)."""
+    errors = matched.report.errors
     kinds = [_kind(r) for r in raw]
     if "?" in kinds:
         bad = kinds.index("?")
-        report.errors.add(
+        errors.add(
             Problem(
                 "unknown-record",
                 f"record {bad}: expected {{task, index, prediction}} (predictions by key) or "
@@ -137,16 +168,22 @@ def validate_submission(
                 bad,
             )
         )
-        return matched
+        return False
     if "a" in kinds and "b" in kinds:
-        report.errors.add(
+        errors.add(
             Problem("mixed-formats", "the file mixes predictions by key with results records")
         )
-        return matched
+        return False
     if "a" in kinds:
         _by_key(raw, by_task, matched)
     else:
         _results_file(raw, by_task, matched)
+    return True
+
+
+def _check_coverage(by_task: dict[str, list[Item]], matched: MatchedSubmission) -> None:
+    """Each task's coverage; a task answered in part is an error naming what is missing."""
+    report, predictions = matched.report, matched.predictions
     for task, items in by_task.items():
         got = sum(predictions[i.index] is not None for i in items)
         report.coverage[task] = TaskCoverage(task, len(items), got)
@@ -166,15 +203,6 @@ def validate_submission(
                 )
             )
     report.matched = sum(p is not None for p in predictions)
-    if not report.matched and not report.errors:  # `[]`, `{"predictions": []}`, counters only
-        report.errors.add(
-            Problem(
-                "no-predictions",
-                f"{_where(name)}no predictions: the file answers no test item (expected "
-                "{task, index, prediction} records or the official script's results records)",
-            )
-        )
-    return matched
 
 
 def _kind(rec: object) -> str:
@@ -256,6 +284,8 @@ def _by_key(raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubm
 def _results_file(
     raw: list[Any], by_task: dict[str, list[Item]], matched: MatchedSubmission
 ) -> None:
+    """The official script's results records, in test order per task, checked against the
+    test items (their questions, and their ground truth where the file repeats it)."""
     report, predictions = matched.report, matched.predictions
     seen: dict[str, int] = {}
     totals: dict[str, int] = {}
@@ -267,57 +297,88 @@ def _results_file(
             for task, counters in rec.items():
                 totals[task] = counters.get("TOTAL")
             continue
-        task, where = rec.get("task"), f"record {pos}"
+        task = rec.get("task")
         if task not in by_task:
             report.errors.add(
-                Problem("unknown-task", f"{where}: the test set has no {task!r} items", pos)
+                Problem("unknown-task", f"record {pos}: the test set has no {task!r} items", pos)
             )
             continue
         k = seen.get(task, 0)
         seen[task] = k + 1
-        items = by_task[task]
-        if k >= len(items):
+        if k >= len(by_task[task]):
             continue  # counted below: more records than items
-        item = items[k]
-        question, answer = rec.get("question"), rec.get("answer")
-        if not isinstance(question, str) or not isinstance(answer, str):
-            report.errors.add(
-                Problem("wrong-type", f"{where}: question and answer must be strings", pos)
-            )
+        item = by_task[task][k]
+        checked = _results_answer(rec, pos, item, k, report)
+        if checked is None:
             continue
-        if (too_long := answer_too_long(answer, where, pos)) is not None:
-            report.errors.add(too_long)
-            continue
-        if not question.startswith(item.question):
-            if _letters(item.question) in _letters(question):
-                relaxed += 1
-            else:
-                report.errors.add(
-                    Problem(
-                        "question-mismatch",
-                        f"{where}: its question is not that of {task!r} item {k} "
-                        "(results records must be in test order)",
-                        pos,
-                    )
-                )
-                continue
-        truth = rec.get("groundtruth")
-        if truth is not None and (
-            not _is_box(truth) or [float(v) for v in truth] != [float(v) for v in item.answer]
-        ):
-            report.errors.add(
-                Problem(
-                    "groundtruth-mismatch",
-                    f"{where}: its groundtruth {truth!r} is not our ground truth for {task!r} "
-                    f"item {k}: the file was scored against another version of the test set",
-                    pos,
-                )
-            )
-            continue
+        answer, rewritten = checked
+        relaxed += rewritten
         answers.setdefault(task, []).append(answer)
         predictions[item.index] = answer
         if isinstance(rec.get("iou"), int | float):
             file_ious[item.index] = float(rec["iou"])
+    _check_counts(seen, totals, answers, by_task, report)
+    if relaxed:
+        report.notices.append(
+            f"{relaxed} record(s) matched their test question only after removing tags and "
+            "punctuation (an official model path that rewrites the question)"
+        )
+    matched.options.setdefault("format", "results")
+    matched.options["file_ious"] = file_ious
+
+
+def _results_answer(
+    rec: dict[str, Any], pos: int, item: Item, k: int, report: ValidationReport
+) -> tuple[str, bool] | None:
+    """A results record's answer to ``item`` (the ``k``-th of its task), and whether its
+    question matched only once tags and punctuation were removed; None when the record does
+    not belong there (the problem is in ``report``)."""
+    task, where = item.task, f"record {pos}"
+    question, answer = rec.get("question"), rec.get("answer")
+    if not isinstance(question, str) or not isinstance(answer, str):
+        report.errors.add(
+            Problem("wrong-type", f"{where}: question and answer must be strings", pos)
+        )
+        return None
+    if (too_long := answer_too_long(answer, where, pos)) is not None:
+        report.errors.add(too_long)
+        return None
+    rewritten = not question.startswith(item.question)
+    if rewritten and _letters(item.question) not in _letters(question):
+        report.errors.add(
+            Problem(
+                "question-mismatch",
+                f"{where}: its question is not that of {task!r} item {k} "
+                "(results records must be in test order)",
+                pos,
+            )
+        )
+        return None
+    truth = rec.get("groundtruth")
+    if truth is not None and (
+        not _is_box(truth) or [float(v) for v in truth] != [float(v) for v in item.answer]
+    ):
+        report.errors.add(
+            Problem(
+                "groundtruth-mismatch",
+                f"{where}: its groundtruth {truth!r} is not our ground truth for {task!r} "
+                f"item {k}: the file was scored against another version of the test set",
+                pos,
+            )
+        )
+        return None
+    return answer, rewritten
+
+
+def _check_counts(
+    seen: dict[str, int],
+    totals: dict[str, int],
+    answers: dict[str, list[str]],
+    by_task: dict[str, list[Item]],
+    report: ValidationReport,
+) -> None:
+    """Each task's record count against its items and its counters record; a task whose every
+    answer is one character was cut by the official script's model path."""
     for task, count in seen.items():
         if count != len(by_task[task]):
             report.errors.add(
@@ -345,10 +406,3 @@ def _results_file(
                     "with the full model text instead",
                 )
             )
-    if relaxed:
-        report.notices.append(
-            f"{relaxed} record(s) matched their test question only after removing tags and "
-            "punctuation (an official model path that rewrites the question)"
-        )
-    matched.options.setdefault("format", "results")
-    matched.options["file_ious"] = file_ious
