@@ -22,6 +22,7 @@ from medvidbench.core.errors import UsageError
 
 if TYPE_CHECKING:
     from medvidbench.server.runtime import Runtime
+    from medvidbench.server.store.models import TestSet
 
 db_app = Group(help="The server's database.", no_args_is_help=True)
 users_app = Group(help="User accounts.", no_args_is_help=True)
@@ -317,42 +318,13 @@ def serve(
     configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid), level=logging.WARNING)
     admin_made = has_admin(rt)
     if host not in LOOPBACK:
-        key = rt.settings.secret_key
-        if key is None or len(key.get_secret_value()) < 32 or not admin_made:
-            raise UsageError(
-                "a server reachable from other machines needs "
-                "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
-                "('medvidbench users create NAME --admin'); refusing to start"
-            )
+        _refuse_public_start(rt, admin_made)
     hosted = seed_test_sets(rt, ground_truth)
     attach_queue(rt)
     consumer = start_embedded_consumer(rt, workers) if workers else None
     app_ = create_app(rt)
     _warm_up_in_background(rt, pages=True)
-    where = rt.data_dir
-    _say(rt, f"leaderboard on http://{host}:{port}/  (data in {where})", highlight=False)
-    for bench in hosted:
-        _say(
-            rt,
-            f"  {bench.name}: http://{host}:{port}/b/{bench.slug}/  ({bench.sample_count:,} "
-            f"samples{', synthetic demo data' if bench.is_demo else ''})",
-            highlight=False,
-        )
-        if bench.is_demo:
-            _say(
-                rt,
-                f"  example prediction files to submit: {where / 'demo' / bench.slug}",
-                highlight=False,
-                soft_wrap=True,
-            )
-    _say(rt, judge.describe(), highlight=False)
-    if not admin_made:
-        _say(
-            rt,
-            "no admin account yet: create one with 'medvidbench users create NAME "
-            f"--admin --data-dir {where}'",
-            highlight=False,
-        )
+    _banner(rt, f"http://{host}:{port}", hosted, judge.describe(), admin_made)
     try:
         # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, its X-Forwarded-For is
         # the visitor's address and X-Forwarded-Proto makes the request https (the session
@@ -369,6 +341,45 @@ def serve(
     finally:
         if consumer is not None:
             consumer.stop(graceful=False)
+
+
+def _refuse_public_start(rt: Runtime, admin_made: bool) -> None:
+    """A server reachable from other machines starts only with a strong secret and an admin."""
+    key = rt.settings.secret_key
+    if key is None or len(key.get_secret_value()) < 32 or not admin_made:
+        raise UsageError(
+            "a server reachable from other machines needs "
+            "MEDVIDBENCH_SECRET_KEY (32+ characters) and an admin account "
+            "('medvidbench users create NAME --admin'); refusing to start"
+        )
+
+
+def _banner(rt: Runtime, base: str, hosted: list[TestSet], judge: str, admin_made: bool) -> None:
+    """Where the leaderboard answers, each hosted benchmark and its demo files, the judge."""
+    where = rt.data_dir
+    _say(rt, f"leaderboard on {base}/  (data in {where})", highlight=False)
+    for bench in hosted:
+        _say(
+            rt,
+            f"  {bench.name}: {base}/b/{bench.slug}/  ({bench.sample_count:,} "
+            f"samples{', synthetic demo data' if bench.is_demo else ''})",
+            highlight=False,
+        )
+        if bench.is_demo:
+            _say(
+                rt,
+                f"  example prediction files to submit: {where / 'demo' / bench.slug}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    _say(rt, judge, highlight=False)
+    if not admin_made:
+        _say(
+            rt,
+            "no admin account yet: create one with 'medvidbench users create NAME "
+            f"--admin --data-dir {where}'",
+            highlight=False,
+        )
 
 
 @friendly
