@@ -206,13 +206,7 @@ def evaluate(
     gc.freeze()
     if strict:
         matched.report.refuse_order_only()
-    from medvidbench.cli.terminal import (
-        count_bar,
-        print_report,
-        print_validation,
-        print_warnings,
-        progress_bar,
-    )
+    from medvidbench.cli.terminal import count_bar, print_validation, print_warnings, progress_bar
 
     if not matched.report.ok:
         print_validation(matched.report, err)
@@ -238,6 +232,13 @@ def evaluate(
             bootstrap=replicates if ci else None,
             seed=seed,
         )
+    _write_report(report, bench, out, as_json)
+
+
+def _write_report(report: Any, bench: Any, out: Path | None, as_json: bool) -> None:
+    """The report as JSON to ``out`` and/or standard output, else as the summary tables."""
+    from medvidbench.cli.terminal import print_report
+
     body = json.dumps(report.to_dict(), indent=2)
     if out is not None:
         out.write_text(body + "\n", encoding="utf-8")
