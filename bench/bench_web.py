@@ -15,6 +15,7 @@ Usage: python bench/bench_web.py [--entries 1000] [--repeat 50] [--replicates 10
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import tempfile
 import time
@@ -76,7 +77,7 @@ def main() -> None:
                     size = len(response.content)
                     assert response.status_code == 200, (path, response.status_code)
                 ordered = sorted(runs)
-                p95 = ordered[int(0.95 * (len(ordered) - 1))]
+                p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
                 print(
                     f"{path:<50} first {runs[0] * 1000:7.1f} ms  median "
                     f"{statistics.median(runs) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms  "
