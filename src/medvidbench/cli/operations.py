@@ -15,15 +15,19 @@ from medvidbench.cli.params import Argument, Option
 @friendly
 def backup(
     dest: Annotated[
-        Path,
-        Argument(help="Archive to write (.tar.gz); in a folder, a new file named by the time."),
+        str,
+        Argument(
+            help="Archive to write (.tar.gz); or a folder (existing, or any path ending in /, "
+            "created if missing) to hold a new archive named by the time."
+        ),
     ],
     data_dir: DataDir = None,
 ) -> None:
-    """Back up the server's database and stored files into one archive (while it runs)."""
+    """Back up the server's database and stored files into one archive, while it runs; the
+    server is only read (its database is never migrated by a backup)."""
     from medvidbench.server.services.backups import backup as write_backup
 
-    done = write_backup(runtime(data_dir), dest)
+    done = write_backup(runtime(data_dir, migrate=False), dest)
     print(f"backed up the {done.database} database and {done.files} files to {done.path}")
 
 
@@ -42,3 +46,6 @@ def restore(
 
     done = read_backup(runtime(data_dir, migrate=False), source, force=force)
     print(f"restored the {done.database} database and {done.files} files from {done.path}")
+    if done.skipped:
+        shown = ", ".join(done.skipped[:5]) + (" ..." if len(done.skipped) > 5 else "")
+        print(f"left out {len(done.skipped)} archive members that are not server files: {shown}")

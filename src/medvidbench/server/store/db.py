@@ -83,17 +83,27 @@ def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
 
 
 @cache
-def head_revision() -> str:
-    """The newest migration this code ships (its revision id, e.g. ``0009``)."""
+def _scripts() -> Any:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    head = ScriptDirectory.from_config(config).get_current_head()
+    return ScriptDirectory.from_config(config)
+
+
+def head_revision() -> str:
+    """The newest migration this code ships (its revision id, e.g. ``0009``)."""
+    head: str | None = _scripts().get_current_head()
     if head is None:
         raise RuntimeError("no migrations found")
     return head
+
+
+def known_revisions() -> set[str]:
+    """Every migration this code ships (a database at another one was made by a newer
+    release)."""
+    return {script.revision for script in _scripts().walk_revisions()}
 
 
 def current_revision(engine: Engine) -> str | None:
