@@ -21,13 +21,12 @@ RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin
  && mkdir -p /data \
  && chown medvidbench:medvidbench /data
 COPY --from=build /opt/medvidbench /opt/medvidbench
-# The reverse proxy whose X-Forwarded-* headers count: the app reads MEDVIDBENCH_TRUSTED_PROXIES,
-# uvicorn (CMD) FORWARDED_ALLOW_IPS; set both to the proxy's address (compose.yml does).
+# The reverse proxy whose X-Forwarded-* headers count: the app reads MEDVIDBENCH_TRUSTED_PROXIES
+# (compose.yml sets the proxy's address); uvicorn's own reading is off (--no-proxy-headers).
 ENV PATH=/opt/medvidbench/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     MEDVIDBENCH_DATA_DIR=/data \
-    MEDVIDBENCH_TRUSTED_PROXIES=127.0.0.1 \
-    FORWARDED_ALLOW_IPS=127.0.0.1
+    MEDVIDBENCH_TRUSTED_PROXIES=127.0.0.1
 USER medvidbench
 WORKDIR /data
 # Keeps the embedded SQLite database of a single container run without PostgreSQL; with
@@ -38,4 +37,4 @@ EXPOSE 8000
 # migrated and reachable, queue reachable), and turns the check off for the worker and migrate.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/v1/health/live', timeout=4).status != 200)"]
-CMD ["uvicorn", "--factory", "medvidbench.server.web.asgi:app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers"]
+CMD ["uvicorn", "--factory", "medvidbench.server.web.asgi:app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers"]

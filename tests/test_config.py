@@ -98,6 +98,24 @@ def test_a_configured_judge_is_used(
     assert "sk-x" not in state.describe()
 
 
+def test_credentials_in_a_judge_url_are_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The startup line and the health check name the endpoint without its user, password or
+    query (#32: the anonymous health check showed http://user:pass@host)."""
+    from medvidbench.core.config import judge_state, judge_summary
+
+    for name in JUDGE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://judge:hunter2@10.20.30.40:8000/v1?token=t0k")
+    settings = load_settings()
+    line = judge_state(settings).describe()
+    assert "http://10.20.30.40:8000/v1" in line
+    assert judge_summary(settings)["endpoint"] is None  # anyone
+    assert judge_summary(settings, show_endpoint=True)["endpoint"] == "10.20.30.40:8000/v1"
+    for shown in (line, str(judge_summary(settings, show_endpoint=True))):
+        assert "hunter2" not in shown and "judge:" not in shown.replace("judge: on", "")
+        assert "t0k" not in shown
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [

@@ -232,7 +232,7 @@ def test_every_setting_the_page_names_is_read() -> None:
     assert len(named) > 10
     assert named <= _known_settings(), sorted(named - _known_settings())
     others = set(re.findall(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b", TEXT)) - named
-    assert others <= {"PROMETHEUS_MULTIPROC_DIR", "FORWARDED_ALLOW_IPS"}, others
+    assert others <= {"PROMETHEUS_MULTIPROC_DIR"}, others
 
 
 def test_the_scrape_config_is_prometheus_yaml_for_the_web_and_the_workers() -> None:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.web.app import create_app
+from medvidbench.server.web.proxies import ForwardedHeaders
 from tests.web.conftest import CSRF
 from tests.web.live import create_user, live_server
 
@@ -111,3 +113,54 @@ def test_trusted_proxies_must_be_addresses_or_networks() -> None:
     )
     with pytest.raises(ValueError, match=r"got 'proxy\.example'"):
         Settings(trusted_proxies="127.0.0.1,proxy.example")
+
+
+@pytest.mark.parametrize(
+    ("setting", "forwarded", "visitor"),
+    [
+        # one proxy appends the address it saw; what is left of it is the visitor's to write
+        ("*", "10.0.0.5, 203.0.113.9", "203.0.113.9"),
+        ("*", "203.0.113.9", "203.0.113.9"),
+        (PROXY, "10.0.0.5, 203.0.113.9", "203.0.113.9"),
+        # a chain named in full: the nearest untrusted hop
+        ("127.0.0.0/8,10.0.0.0/8", "198.51.100.1, 203.0.113.9, 10.0.0.7", "203.0.113.9"),
+        # a forged entry that is not an address: the peer's own address stands
+        (PROXY, "not-an-address", PROXY),
+        ("*", "10.0.0.5, [2001:db8::1]:443", "2001:db8::1"),
+    ],
+)
+def test_the_visitor_is_the_nearest_untrusted_hop(
+    setting: str, forwarded: str, visitor: str
+) -> None:
+    """#32: under '*' the leftmost entry (which the visitor writes) was taken as the address."""
+    bare = FastAPI()
+
+    @bare.get("/who")
+    def who(request: Request) -> dict[str, str]:
+        return {"client": request.client.host if request.client else ""}
+
+    app = ForwardedHeaders(bare, setting)
+    client = TestClient(app, client=(PROXY, 50000))  # type: ignore[arg-type]
+    seen = client.get("/who", headers={"X-Forwarded-For": forwarded}).json()["client"]
+    assert seen == visitor
+
+
+def test_star_does_not_let_a_visitor_forge_an_address(tmp_path: Path) -> None:
+    """With MEDVIDBENCH_TRUSTED_PROXIES='*' behind a proxy that appends, a visitor who writes
+    X-Forwarded-For themselves is still one address: the sign-up limit holds, and /metrics
+    restricted to an address is not opened by naming that address."""
+    data = tmp_path / "data"
+    env = {
+        "MEDVIDBENCH_TRUSTED_PROXIES": "*",
+        "MEDVIDBENCH_METRICS_ALLOW": "10.0.0.5",
+        "MEDVIDBENCH_METRICS_TOKEN": "m" * 32,
+    }
+    with live_server(data, env=env) as live:
+        # as an appending proxy would send it: the forged entry, then the real visitor
+        forged = [f"10.9.{n}.{n}, 198.51.100.77" for n in range(5)]
+        assert _sign_ups(live.url, forged) == [303] * 3 + [429] * 2
+        with via_proxy(live.url) as client:
+            scraped = client.get("/metrics", headers={"X-Forwarded-For": "10.0.0.5, 198.51.100.77"})
+            assert scraped.status_code in (401, 403), scraped.text
+            allowed = client.get("/metrics", headers={"X-Forwarded-For": "198.51.100.77, 10.0.0.5"})
+            assert allowed.status_code == 200, allowed.text

@@ -326,17 +326,12 @@ def serve(
     _warm_up_in_background(rt, pages=True)
     _banner(rt, f"http://{host}:{port}", hosted, judge.describe(), admin_made)
     try:
-        # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, its X-Forwarded-For is
-        # the visitor's address and X-Forwarded-Proto makes the request https (the session
-        # cookie Secure); the app applies the same setting itself under other servers.
+        # Behind a reverse proxy named in MEDVIDBENCH_TRUSTED_PROXIES, the app itself reads
+        # X-Forwarded-For (the visitor's address: the nearest untrusted hop) and
+        # X-Forwarded-Proto (https: the session cookie Secure); uvicorn's own reading is off
+        # (under '*' it believes the first entry, which the visitor writes).
         # uvicorn's own lines go through our handler (text or JSON) instead of its own.
-        config = uvicorn.Config(
-            app_,
-            log_level="warning",
-            proxy_headers=True,
-            forwarded_allow_ips=rt.settings.trusted_proxies,
-            log_config=None,
-        )
+        config = uvicorn.Config(app_, log_level="warning", proxy_headers=False, log_config=None)
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         if consumer is not None:

@@ -312,9 +312,11 @@ class JudgeState:
     reason: str
 
     def describe(self) -> str:
-        """The line ``serve`` and ``worker`` print at startup."""
+        """The line ``serve`` and ``worker`` print at startup (the endpoint without its
+        credentials: logs are read by more people than the settings file)."""
         if self.enabled:
-            return f"judge: on, model {self.model} at {self.endpoint} ({self.reason})"
+            where = without_credentials(self.endpoint)
+            return f"judge: on, model {self.model} at {where} ({self.reason})"
         return f"judge: off ({self.reason}); judged metrics stay unjudged"
 
 
@@ -367,10 +369,33 @@ def judge_state(settings: Settings) -> JudgeState:
     return JudgeState(True, endpoint, settings.judge_model, why)
 
 
-def judge_summary(settings: Settings) -> dict[str, Any]:
-    """The judge as the health check reports it: on or off, endpoint, model (never the key),
-    and why. A misconfigured judge is reported, not raised: this process may only serve pages
-    while workers judge."""
+def endpoint_identity(url: str) -> str:
+    """An endpoint as it may be shown: host, port and path, without credentials or query.
+
+    Examples:
+        >>> endpoint_identity("http://user:pass@10.0.0.5:8000/v1?key=x")
+        '10.0.0.5:8000/v1'
+    """
+    parts = urlsplit(url)
+    return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+def without_credentials(url: str) -> str:
+    """A URL as it may be logged: no user, password, query or fragment.
+
+    Examples:
+        >>> without_credentials("http://user:pass@10.0.0.5:8000/v1?key=x")
+        'http://10.0.0.5:8000/v1'
+    """
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{endpoint_identity(url)}"
+
+
+def judge_summary(settings: Settings, show_endpoint: bool = False) -> dict[str, Any]:
+    """The judge as the health check reports it: on or off, model (never the key), and why;
+    its endpoint (without credentials) only when ``show_endpoint`` (an administrator asks:
+    an internal address is nobody else's business). A misconfigured judge is reported, not
+    raised: this process may only serve pages while workers judge."""
     try:
         state = judge_state(settings)
     except UsageError as exc:
@@ -382,7 +407,7 @@ def judge_summary(settings: Settings) -> dict[str, Any]:
         }
     return {
         "enabled": state.enabled,
-        "endpoint": state.endpoint if state.enabled else None,
+        "endpoint": endpoint_identity(state.endpoint) if state.enabled and show_endpoint else None,
         "model": state.model if state.enabled else None,
         "reason": state.reason,
     }

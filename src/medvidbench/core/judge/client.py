@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from medvidbench.core.config import Settings
+from medvidbench.core.config import Settings, endpoint_identity
 from medvidbench.core.errors import UsageError
 from medvidbench.core.judge.cache import JudgeCache, Judgement
 from medvidbench.core.judge.parse import parse_scores
@@ -85,8 +84,7 @@ class JudgeConfig:
     @property
     def endpoint(self) -> str:
         """The endpoint's identity: host and path, without credentials or query."""
-        parts = urlsplit(self.base_url or "https://api.openai.com/v1")
-        return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        return endpoint_identity(self.base_url or "https://api.openai.com/v1")
 
     @property
     def config_id(self) -> str:

@@ -67,10 +67,11 @@ def ready(rt: Rt) -> JSONResponse:
 
 @router.get("/health", response_model=schemas.Health)
 @router.head("/health", include_in_schema=False)
-def health(rt: Rt) -> dict[str, Any]:
+def health(rt: Rt, request: Request) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
     ``demo`` describe the default benchmark's test set; null before one is loaded: a server
-    with no test set yet is up, and must pass a deployment's health check)."""
+    with no test set yet is up, and must pass a deployment's health check). The judge's
+    endpoint is shown to administrators only, without credentials."""
     try:
         bench = current_benchmark(rt)
     except NotFoundError:
@@ -82,7 +83,7 @@ def health(rt: Rt) -> dict[str, Any]:
         "samples": bench.sample_count if bench else None,
         "demo": bench.is_demo if bench else None,
         "benchmarks": rt.hosted,
-        "judge": judge_summary(rt.settings),
+        "judge": judge_summary(rt.settings, show_endpoint=deps.is_admin(request)),
     }
 
 

@@ -13,7 +13,6 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from medvidbench.core.errors import DatabaseUnavailableError, MedVidBenchError, NotFoundError
 from medvidbench.server.metrics import exposition, scrape_allowed
@@ -28,6 +27,7 @@ from medvidbench.server.web.middleware import (
     UploadGate,
     is_upload,
 )
+from medvidbench.server.web.proxies import ForwardedHeaders
 from medvidbench.server.web.render import templates
 from medvidbench.version import __version__
 
@@ -96,10 +96,9 @@ def _add_middleware(app: FastAPI, runtime: Runtime) -> None:
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestTimer)  # every answer is timed, refusals included
     # Outermost: the visitor's address and scheme from X-Forwarded-* sent by a trusted proxy
-    # (MEDVIDBENCH_TRUSTED_PROXIES), under any ASGI server. uvicorn's own middleware, which
-    # `medvidbench serve` configures with the same setting, has rewritten the scope already;
-    # a second pass is then a no-op (the rewritten client is no trusted proxy).
-    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=runtime.settings.trusted_proxies)
+    # (MEDVIDBENCH_TRUSTED_PROXIES), under any ASGI server: the nearest untrusted hop, never
+    # an entry the visitor wrote (web/proxies.py).
+    app.add_middleware(ForwardedHeaders, trusted=runtime.settings.trusted_proxies)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -68,6 +68,15 @@ def api_user(request: Request) -> User:
     return user
 
 
+def is_admin(request: Request) -> bool:
+    """Whether the caller (token or session) is an administrator; a bad token is no one."""
+    try:
+        user = current_user(request)
+    except AuthenticationError:
+        return False
+    return user is not None and user.role == Role.ADMIN
+
+
 def admin_user(request: Request) -> User:
     return require_role(current_user(request), Role.ADMIN)
 

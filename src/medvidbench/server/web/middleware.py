@@ -59,9 +59,8 @@ def is_upload(path: str) -> bool:
 class SecurityHeaders:
     """Security headers on every response; cookies marked ``Secure`` on HTTPS requests.
 
-    Whether a request is HTTPS comes from the ASGI scope, which the server fills from
-    ``X-Forwarded-Proto`` when the request came through a trusted proxy (uvicorn's
-    ``--proxy-headers``, on by default for 127.0.0.1).
+    Whether a request is HTTPS comes from the ASGI scope, which :mod:`~.proxies` fills from
+    ``X-Forwarded-Proto`` when the request came through a trusted proxy.
     """
 
     def __init__(self, app: Any) -> None:
