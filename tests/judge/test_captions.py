@@ -135,6 +135,44 @@ def test_j2_variant_lines_parse_and_a_lacking_aspect_is_retried_then_dropped() -
     assert report.per_task["video_summary"]["failed_pairs"] == 1
 
 
+@pytest.mark.parametrize("profile", ["leaderboard-v1", "strict-v2"])
+def test_a_judge_that_does_not_answer_leaves_the_metric_null_never_zero(profile: str) -> None:
+    """#32 item 4: with the judge down, DVC_llm was 0.000 (v1: no judged pair -> 0.0) or 1.0
+    (strict-v2: every event missed). A pair the judge did not answer withholds its task's
+    metric, overall and per dataset, and says why."""
+    records = [dvc_record(0, "NurViD", G1_GT), *vs_records(2)]
+    report, server = run(records, [G1_PRED, "first", "second"], G1_JUDGE, profile, rate_500=1.0)
+    assert server.requests > 0
+    for metric, task in (("dvc_llm", "dense_captioning"), ("vs_llm", "video_summary")):
+        assert report.metrics[metric] is None
+        info = report.per_task[task].get("judge") or report.per_task[task]
+        assert info["status"] == "judge failed" and info["unanswered_pairs"] > 0
+        assert "did not answer" in info["reason"]
+    assert report.per_dataset["NurViD"]["dvc_llm"] is None
+    assert report.metrics["dvc_f1"] is not None  # the rule-based part is unaffected
+
+
+def test_a_judge_that_answers_some_pairs_withholds_only_those_tasks() -> None:
+    """One video summary the judge never answers: VS_llm is withheld, the DVC pairs it did
+    answer give DVC_llm; a second run sends only the unanswered pair (the rest are cached)."""
+
+    records = [dvc_record(0, "NurViD", G1_GT), *vs_records(2)]
+    judge_table = by_prediction(
+        {"a": lines(5, 5, 5, 5, 5), "b": lines(3, 3, 3, 3, 3), "first": lines(4, 4, 4, 4, 4)}
+    )
+
+    def respond(prompt: str) -> str:
+        match = PRED.search(prompt)
+        if match and match.group(1) == "second":
+            raise RuntimeError("no answer")
+        return judge_table(prompt)
+
+    report, _ = run(records, [G1_PRED, "first", "second"], respond)
+    assert report.metrics["vs_llm"] is None
+    assert report.per_task["video_summary"]["status"] == "judge failed"
+    assert report.metrics["dvc_llm"] == pytest.approx(4.3333, abs=5e-5)
+
+
 @pytest.mark.parametrize(("profile", "expected"), [("leaderboard-v1", 4.0), ("strict-v2", 2.5)])
 def test_j3_empty_prediction(profile: str, expected: float) -> None:
     report, server = run(

@@ -119,7 +119,7 @@ def test_the_response_models_change_no_body(
         me = user_named(session, "webuser")
         session.expunge(me)
     expected: dict[str, Callable[[], Any]] = {
-        "/api/v1/health": lambda: api.health(rt),
+        "/api/v1/health": lambda: api.health(rt, False),  # a submitter: no judge endpoint
         "/api/v1/benchmarks": lambda: api.benchmarks(rt),
         "/api/v1/benchmarks/medvidbench": lambda: api.benchmark(rt, "medvidbench"),
         "/api/v1/metrics": lambda: api.metrics(rt),

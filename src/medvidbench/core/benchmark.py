@@ -457,8 +457,15 @@ class Benchmark(Generic[ItemT]):
         max_bytes: int | None = None,
         name: str = "",
     ) -> MatchedSubmission:
-        """:meth:`TestSetFormat.validate_submission` of this benchmark's :attr:`testset`."""
-        return self.testset.validate_submission(source, test_set, max_bytes, name)
+        """:meth:`TestSetFormat.validate_submission` of this benchmark's :attr:`testset`, then
+        the kernel's rules, the same for every benchmark
+        (:func:`~medvidbench.core.submission.enforce_coverage`): no task answered in part, no
+        file that answers nothing, no answer to an undeclared task."""
+        from medvidbench.core.submission import enforce_coverage
+
+        matched = self.testset.validate_submission(source, test_set, max_bytes, name)
+        tasks = [t.name for t in self.tasks]
+        return enforce_coverage(matched, test_set.samples, tasks, self.slug)
 
     def load_questions(
         self, source: str | Path | bytes, max_bytes: int | None = None

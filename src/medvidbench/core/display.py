@@ -50,3 +50,11 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
         ('1 metric', '3 metrics', '0 entries')
     """
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def public_provenance(judge: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A judge's provenance as shown to anyone but staff: without its endpoint (an operator's
+    internal address); the model, prompt, settings and configuration id say what judged."""
+    if judge is None:
+        return None
+    return {k: v for k, v in judge.items() if k != "endpoint"}

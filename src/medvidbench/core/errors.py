@@ -65,12 +65,15 @@ class Problem:
         message: The human-readable sentence, including the location.
         record: Zero-based record number in the file, when the problem belongs to one record.
         sample_id: The record's sample id, when known.
+        answered_by: For a warning, the scoring option that settles it when the user gives it
+            (``coordinates``: the file's boxes look normalised, and the user says how).
     """
 
     code: str
     message: str
     record: int | None = None
     sample_id: str | None = None
+    answered_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +113,14 @@ class ProblemList:
     def omitted(self) -> int:
         """How many problems were counted but not kept."""
         return len(self) - len(self.items)
+
+    def without(self, codes: set[str]) -> ProblemList:
+        """A copy without the problems of ``codes`` (their totals too)."""
+        kept = ProblemList(self.keep_per_code)
+        kept.items = [p for p in self.items if p.code not in codes]
+        kept.totals = {c: n for c, n in self.totals.items() if c not in codes}
+        kept.count = sum(kept.totals.values())
+        return kept
 
 
 class InvalidFileError(MedVidBenchError):

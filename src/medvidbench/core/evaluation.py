@@ -11,7 +11,8 @@
 :func:`evaluate` runs them in turn; the server runs them across its steps (the judge step
 merges with the score step's kept results). A task the submission leaves out is reported as
 missing and its metrics are null, never 0. Judged metrics stay null ("pending") until a judge
-has scored them.
+has scored them, and null ("judge failed") when the judge failed on any of a task's pairs: a
+judged metric is computed from every pair it needs or not at all.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
+from medvidbench.core.judge.parse import JudgeAnswerError
 from medvidbench.core.report import Report, metrics_of, per_dataset_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
@@ -48,6 +50,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
     from medvidbench.core.judge.client import Judge
+
+# The failure of a judge that answered, but never readably.
+UNREADABLE = JudgeAnswerError.__name__
 
 Progress = Callable[[str, int, int], None]
 _EXAMPLES = 3
@@ -221,6 +226,8 @@ def plan(
     ]
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
     ctx.options = {**ctx.options, **matched.options, **(options or {})}
+    if options:
+        matched.report.settle(options)
     return Plan(benchmark, rules, gt, matched, by_task, selected, judged, ctx)
 
 
@@ -281,7 +288,18 @@ def judge_in_background(
 
     def run() -> list[TaskResult]:
         judged = judge.judge_all([r for _, p, _ in plans for r in p.requests], progress)
-        return [s.aggregate(p, judged, rules) for s, p, rules in plans]
+        results = []
+        for scorer, planned, rules in plans:
+            result = scorer.aggregate(planned, judged, rules)
+            failed = [r.key for r in planned.requests if r.key not in judged]
+            # the judge answered, but unreadably, on every attempt: the profile's rule (a
+            # dropped sample, as upstream drops it); anything else is no answer at all
+            unanswered = sum(1 for k in failed if judge.last_failures.get(k) != UNREADABLE)
+            result.diagnostics.update(
+                pairs=len(planned.requests), failed_pairs=len(failed), unanswered_pairs=unanswered
+            )
+            results.append(result)
+        return results
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
     try:
@@ -293,11 +311,38 @@ def judge_in_background(
 def finish_judging(judging: Future[list[TaskResult]], judge: Judge, began: float) -> Judged:
     """Wait for the judge (``began``: when the evaluation started, ``time.monotonic()``)."""
     started = time.perf_counter()
-    results = judging.result()
+    results = [withhold_if_failed(r) for r in judging.result()]
     timings = {"judge_wait": time.perf_counter() - started}  # after rule-based scoring
     if judge.stats.first_sent is not None:
         timings["judge_first_request"] = judge.stats.first_sent - began
     return Judged(results, judge.provenance(), timings)
+
+
+def withhold_if_failed(result: TaskResult) -> TaskResult:
+    """A judged task's result, or, when the judge did not answer some of its pairs (an
+    outage, a timeout, every retry used), the result with every metric null and the reason in
+    its diagnostics (``status`` "judge failed"): leaving those pairs out would publish a
+    number that is not the metric (DVC_llm's rule gives 0.0 to a dataset with no judged pair,
+    strict-v2 counts every event as missed). The judged pairs stay cached, so judging again
+    sends only the others. (An answer the judge gave but that could not be read on any
+    attempt follows the profile's rule instead: leaderboard-v1 drops the sample, as the
+    published leaderboard does.)"""
+    unanswered = result.diagnostics.get("unanswered_pairs", 0)
+    pairs = result.diagnostics.get("pairs", 0)
+    if not unanswered:
+        return result
+    nulls = dict.fromkeys(result.metrics)
+    reason = (
+        f"the judge did not answer {unanswered:,} of {pairs:,} pairs; the metric is computed "
+        "only once every pair is judged (judge again: the judged pairs are cached)"
+    )
+    return TaskResult(
+        result.task,
+        nulls,
+        {d: {**values, **nulls} for d, values in result.per_dataset.items()},
+        {**result.diagnostics, "status": "judge failed", "reason": reason},
+        [replace(s, values=None, extra=None) for s in result.samples],
+    )
 
 
 def judge_plan(
@@ -337,7 +382,7 @@ def assemble(
         if info["status"] == "scored":  # DVC: the rule-based part is already there
             info["judge"] = result.diagnostics
         else:
-            info.update(status="scored", **result.diagnostics)
+            info.update({"status": "scored", **result.diagnostics})  # or "judge failed"
     if judged is not None:
         timings.update(judged.timings)
     similar = None

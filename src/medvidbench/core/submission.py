@@ -7,6 +7,7 @@ the server only read these shapes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,6 +99,13 @@ class ValidationReport:
     def complete(self) -> bool:
         return self.ok and all(c.status == "complete" for c in self.coverage.values())
 
+    def settle(self, options: Mapping[str, Any]) -> None:
+        """Drop the warnings that scoring ``options`` given by the user answer (a warning's
+        ``answered_by`` option, given on the command line or by a caller)."""
+        settled = {p.code for p in self.warnings.items if p.answered_by in options}
+        if settled:
+            self.warnings = self.warnings.without(settled)
+
     def refuse_order_only(self) -> None:
         """Make order-only matches errors (``--strict``, or a board that refuses them)."""
         kept = ProblemList(self.warnings.keep_per_code)
@@ -176,3 +184,66 @@ class MatchedSubmission:
     def options(self) -> dict[str, Any]:
         """What the file declares about how to score it (``report.options``)."""
         return self.report.options
+
+
+def enforce_coverage(
+    matched: MatchedSubmission, samples: Sequence[Any], tasks: Sequence[str], slug: str
+) -> MatchedSubmission:
+    """The kernel's rules for every benchmark's matched submission, whatever its plug-in did:
+    coverage is counted here from the predictions (the plug-in's own counts are not trusted),
+    a task answered in part is an error naming what is missing, a file that answers no item is
+    refused, and an answer to an item of a task the benchmark does not declare is an error.
+    A task left out entirely stays a *partial* submission (its metrics missing, never 0).
+
+    Raises:
+        ValueError: the plug-in returned predictions that do not line up with the test set
+            (its bug, not the file's).
+    """
+    report = matched.report
+    if len(matched.predictions) != len(samples):
+        raise ValueError(
+            f"benchmark {slug!r}: validate_submission returned {len(matched.predictions)} "
+            f"predictions for a test set of {len(samples)} items"
+        )
+    declared = set(tasks)
+    expected: dict[str, list[Any]] = {}
+    answered: dict[str, int] = {}
+    for item, prediction in zip(samples, matched.predictions, strict=True):
+        expected.setdefault(item.task, []).append(item)
+        if prediction is not None:
+            answered[item.task] = answered.get(item.task, 0) + 1
+    for task in sorted(set(expected) - declared):
+        if answered.get(task):
+            report.errors.add(
+                Problem(
+                    "undeclared-task",
+                    f"{answered[task]:,} answers are to items of task {task!r}, which "
+                    f"benchmark {slug!r} does not declare (its tasks: {', '.join(tasks)})",
+                )
+            )
+    if not report.errors:
+        report.coverage = {
+            task: TaskCoverage(task, len(expected.get(task, ())), answered.get(task, 0))
+            for task in tasks
+            if task in expected
+        }
+        if not any(answered.values()):
+            report.errors.add(Problem("no-predictions", "the file answers no item of the test set"))
+    for task, cov in report.coverage.items():
+        if cov.status == "incomplete" and not _reported(report, task):
+            missing = [item for item in expected[task] if matched.predictions[item.index] is None]
+            shown = ", ".join(repr(str(i.sample_id)) for i in missing[:5])
+            report.errors.add(
+                Problem(
+                    "incomplete-task",
+                    f"task {task!r}: {cov.matched:,} of {cov.expected:,} items have a "
+                    f"prediction; {len(missing):,} missing (e.g. {shown}). Predict every "
+                    "item of a task, or leave the task out entirely (a partial submission).",
+                )
+            )
+    return matched
+
+
+def _reported(report: ValidationReport, task: str) -> bool:
+    """Whether the plug-in already said that ``task`` is incomplete."""
+    return any(p.code == "incomplete-task" and repr(task) in p.message for p in report.errors.items)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from medvidbench.benchmarks.medsg.archive import ZIP_MAGIC, ArchiveRefused, json_members
+from medvidbench.benchmarks.medsg.scoring import parse_strong, scored_box
 from medvidbench.benchmarks.medsg.testset import TASKS, Item, TestSet
 from medvidbench.core.errors import Problem
 from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_bytes
@@ -105,7 +106,47 @@ def validate_submission(
                 "{task, index, prediction} records or the official script's results records)",
             )
         )
+    if not report.errors:
+        _normalised_coordinates(gt, matched)
     return matched
+
+
+# How many answers the coordinate check reads (evenly spaced), and the share of the boxes it
+# finds that must lie in [0, 1] on pixel-sized ground truth for it to warn.
+_CHECKED, _UNIT_SHARE, _AT_LEAST = 500, 0.9, 10
+
+
+def _normalised_coordinates(gt: TestSet, matched: MatchedSubmission) -> None:
+    """Warn when the answers' boxes are in 0-1 units on images of hundreds of pixels (a model
+    answering in normalised coordinates, undeclared): as pixels they score 0 on every item,
+    and the file is otherwise valid."""
+    options = matched.options
+    if options.get("coordinates", "pixel") != "pixel" or options.get("parser") == "old":
+        return  # declared, or the old parser, which rescales 0-1 answers itself
+    answered = [i for i, p in enumerate(matched.predictions) if p is not None]
+    step = max(1, len(answered) // _CHECKED)
+    boxes = unit = 0
+    for i in answered[::step]:
+        prediction = matched.predictions[i]
+        box = scored_box(parse_strong(prediction)) if isinstance(prediction, str) else prediction
+        if not box or not any(box) or max(gt.samples[i].answer) <= 2:
+            continue  # no box read (the fallback zeros), or ground truth not in pixels
+        boxes += 1
+        unit += all(0.0 <= v <= 1.0 for v in box)
+    if boxes >= _AT_LEAST and unit >= _UNIT_SHARE * boxes:
+        biggest = max(max(s.answer) for s in gt.samples)
+        matched.report.warnings.add(
+            Problem(
+                "normalised-coordinates",
+                f"{unit:,} of {boxes:,} answer boxes checked lie inside [0, 1], while the test "
+                f"set's boxes are in pixels (up to {biggest:,.0f}): the answers look like "
+                "normalised 0-1 coordinates, and as pixels every one of them scores 0. If so, "
+                'declare them: {"predictions": [...], "coordinates": "0-1"} in the file, or '
+                "--option coordinates=0-1, under the corrected profile (the official rules "
+                "never rescale an answer)",
+                answered_by="coordinates",
+            )
+        )
 
 
 def _read(

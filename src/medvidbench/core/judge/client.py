@@ -32,6 +32,11 @@ KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.6),
 }
 _BACKOFF_BASE, _BACKOFF_CAP, _RETRY_AFTER_CAP = 0.5, 30.0, 60.0
+# A judge whose last this many attempts all failed without an answer (no connection, a server
+# error, a timeout; not a rate limit) is down: the rest of that judge_all's requests are
+# counted as failed without being sent ("NotSent"), so an outage costs a few requests, not
+# every pair times every retry. Each judge_all starts by trying again.
+_DOWN_AFTER = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +138,10 @@ class _Failed(Exception):
     """An attempt that must not be retried (authentication, bad request)."""
 
 
+class _NotSent(_Failed):
+    """A request not sent because the judge is down (:data:`_DOWN_AFTER`)."""
+
+
 def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
@@ -161,6 +170,9 @@ class Judge:
         self.config, self.cache = config, cache
         self.observer = observer
         self.stats = JudgeStats()
+        # The last judge_all's failed requests: key -> why (an exception's name; "NotSent").
+        self.last_failures: dict[str, str] = {}
+        self._failing = 0  # attempts failed without an answer since the last answer
         # The SDK takes ~0.4 s to import. A Judge exists only where judging was asked for, so
         # pay it here, before the evaluation starts, not while its first request waits.
         import openai  # noqa: F401
@@ -171,6 +183,7 @@ class Judge:
     ) -> dict[str, Judgement]:
         """Judgements for every request that succeeded (cached or new), keyed by request key."""
         started = time.perf_counter()
+        self.last_failures, self._failing = {}, 0
         unique = list({r.key: r for r in requests}.values())
         self.stats.requested += len(unique)
         found = self.cache.get_many([r.key for r in unique])
@@ -237,7 +250,9 @@ class Judge:
         except Exception as exc:  # every failure is counted with its reason, never raised
             self.stats.failures += 1
             cause = exc.__cause__ if isinstance(exc, _Failed) and exc.__cause__ else exc
-            self.stats.failure_reasons[type(cause).__name__] += 1
+            reason = "NotSent" if isinstance(exc, _NotSent) else type(cause).__name__
+            self.stats.failure_reasons[reason] += 1
+            self.last_failures[req.key] = reason
             return None
         self.cache.put(req.key, judgement)
         self.stats.succeeded += 1
@@ -260,6 +275,8 @@ class Judge:
         if limiter is not None:
             await limiter.acquire()
         async with slots:
+            if self._failing >= _DOWN_AFTER:
+                raise _NotSent(f"the judge's last {self._failing} attempts all failed")
             self.stats.calls += 1
             sent = time.monotonic()
             if self.stats.first_sent is None:
@@ -291,6 +308,7 @@ class Judge:
                 raise _Failed(str(exc)) from exc
             finally:
                 answered = time.monotonic()
+                self._failing = self._failing + 1 if outcome == "error" else 0
                 self.stats.in_flight_seconds += answered - sent
                 self.stats.last_answered = answered
                 if self.observer is not None:

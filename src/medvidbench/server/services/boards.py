@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from medvidbench.core.display import public_provenance
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import Ranked, rank_rounded, rank_rows
 from medvidbench.server.runtime import Runtime
@@ -65,6 +66,7 @@ class BoardRow:
     tie_group: int | None = None
     interval_note: str = ""
     place: int = 0
+    medal: int | None = None  # 1-3 (gold, silver, bronze); never for a row that scored nothing
 
 
 def board_rows(
@@ -165,19 +167,28 @@ def _rows(
             )
             if on
         ]
+        metrics = read.metrics[int(r.key)]  # type: ignore[call-overload]
+        rank = extra.pop("rank")
+        # A medal for a place among the first three, if the row scored anything at all: a run
+        # at the lowest value of every metric it has (boxes in the wrong coordinates, say) is
+        # ranked but never decorated.
+        scored = any(
+            (m.normalised(metrics.get(m.key)) or 0.0) > 0 for m in definition.metrics if m.ranked
+        )
         # A reported row has its source's date or none: the day it was seeded here means nothing.
         date = e.verified_date or (
             "" if e.reported else day(sub.created_at if sub else e.created_at)
         )
         rows.append(
             BoardRow(
-                rank=extra.pop("rank"),
+                rank=rank,
+                medal=rank if rank <= 3 and scored else None,
                 place=r.rank,
                 entry_id=e.id,
                 model_name=e.model_name,
                 team=e.team_name,
                 model_url=e.model_url,
-                metrics=read.metrics[int(r.key)],  # type: ignore[call-overload]
+                metrics=metrics,
                 average_rank=r.average_rank,
                 metrics_present=r.metrics_present,
                 normalised_average=r.normalised_average,
@@ -187,7 +198,7 @@ def _rows(
                 date=date,
                 profile=ev.profile if ev else None,
                 scorer_version=ev.scorer_version if ev else None,
-                judge=ev.judge if ev else None,
+                judge=public_provenance(ev.judge) if ev else None,
                 source=e.source,
                 missing_tasks=list(sub.missing_tasks or []) if sub else [],
                 section=section[int(r.key)],  # type: ignore[call-overload]

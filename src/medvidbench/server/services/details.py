@@ -7,8 +7,9 @@ from typing import Any
 from sqlalchemy import select
 
 from medvidbench.core.config import judge_wanted
+from medvidbench.core.display import public_provenance
 from medvidbench.core.statistics import public
-from medvidbench.server.lifecycle import FINAL, ON_BOARD, timeline
+from medvidbench.server.lifecycle import FINAL, ON_BOARD, Status, timeline
 from medvidbench.server.roles import STAFF
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import evaluations, events
@@ -28,7 +29,8 @@ def submission_view(
     to staff.
     """
     sub = get_submission(runtime, submission_id, viewer)
-    owner = viewer is not None and (viewer.id == sub.user_id or viewer.role in STAFF)
+    staff = viewer is not None and viewer.role in STAFF
+    owner = staff or (viewer is not None and viewer.id == sub.user_id)
     with runtime.sessions() as session:
         slug = session.scalar(select(TestSet.slug).where(TestSet.id == sub.benchmark_id))
         definition = runtime.definition(slug)
@@ -55,6 +57,8 @@ def submission_view(
         **timeline(sub.status, judged),
         "final": sub.status in FINAL or (sub.status in ON_BOARD and not judge_on),
         "judge_on": judge_on,
+        # the last judge step failed (the judge's fault: it is tried again)
+        "judge_failed": judge_on and sub.status == Status.SCORED and sub.error is not None,
         # whether the benchmark has judged metrics at all (no judge words otherwise)
         "judged": judged,
         "created_at": sub.created_at.isoformat(),
@@ -67,7 +71,8 @@ def submission_view(
         "metrics": ev.metrics if ev else None,
         "per_task": per_task,
         "per_dataset": ev.per_dataset if ev else {},
-        "judge": ev.judge if ev else None,
+        # the endpoint (an internal address) for staff only
+        "judge": (ev.judge if staff else public_provenance(ev.judge)) if ev else None,
         "profile": ev.profile if ev else None,
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside

@@ -35,6 +35,35 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+class JudgeFailed(Exception):
+    """The judge failed on some caption pairs: nothing is stored (a judged metric is computed
+    from every pair or not at all), and judging is tried again later, however often it takes:
+    the fault is the judge's, not the submission's."""
+
+    @classmethod
+    def of(cls, report: Report) -> JudgeFailed | None:
+        """The failure, when the judge left some task's pairs unanswered (its metrics null)."""
+        withheld = {
+            task: diag
+            for task, info in report.per_task.items()
+            for diag in (info.get("judge") or info,)
+            if diag.get("status") == "judge failed"
+        }
+        if not withheld:
+            return None
+        unanswered = sum(int(d.get("unanswered_pairs") or 0) for d in withheld.values())
+        pairs = sum(int(d.get("pairs") or 0) for d in withheld.values())
+        reasons = ", ".join(
+            f"{name} x{n}"
+            for name, n in sorted(((report.judge or {}).get("failure_reasons") or {}).items())
+        )
+        return cls(
+            f"the judge did not answer {unanswered:,} of {pairs:,} caption pairs of "
+            f"{', '.join(sorted(withheld))} ({reasons or 'no reason given'}); their judged "
+            "metrics stay empty until every pair is judged"
+        )
+
+
 def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
     """Take the submission for ``step``; False if it is not waiting for it (or is owned)."""
     waiting, running, _ = STEPS[step]
@@ -271,6 +300,9 @@ def run_step(
     try:
         with lease_kept(runtime, submission_id, worker):
             scoring = _report(runtime, submission_id, judge=judge)
+        failed = JudgeFailed.of(scoring.report) if step == "judge" else None
+        if failed is not None:
+            raise failed
         return "done" if _store(runtime, submission_id, step, worker, scoring) else "superseded"
     except IntegrityError:
         return "superseded"
@@ -279,8 +311,11 @@ def run_step(
 
 
 def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exception) -> str:
+    """Record a failed step: retried later (never given up on when the judge failed), or, after
+    the last attempt, the submission failed."""
     waiting, running, _ = STEPS[step]
-    reason = f"{type(exc).__name__}: {exc}"[:2000]
+    judge_down = isinstance(exc, JudgeFailed)
+    reason = str(exc) if judge_down else f"{type(exc).__name__}: {exc}"[:2000]
     with transaction(runtime.sessions) as session:
         sub = session.scalar(
             select(Submission).where(
@@ -291,16 +326,23 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         )
         if sub is None:
             return "superseded"
-        final = sub.step_attempts >= runtime.settings.job_max_attempts
+        final = not judge_down and sub.step_attempts >= runtime.settings.job_max_attempts
+        delay = retry_delay(sub.step_attempts)
+        later = f"; judging is tried again in {delay:.0f} s" if judge_down else ""
+        later = later or "; it will be retried"
+        # a judge outage is said to everyone (counts and error names only: no file, no answer)
+        kind = "judge failed" if judge_down else "failed" if final else "error"
         events.record(
             session,
             sub.id,
-            "failed" if final else "error",
+            kind,
             f"{'scoring' if step == 'score' else 'judging'} failed: {reason}"
-            + ("" if final else "; it will be retried"),
+            + ("" if final else later),
         )
         sub.status = Status.FAILED if final else waiting
-        sub.error, sub.lease_owner, sub.lease_until = reason, None, None
+        sub.error, sub.lease_owner = reason, None
+        # a waiting submission's lease_until is the earliest the reaper may queue it again
+        sub.lease_until = _now() + timedelta(seconds=delay) if judge_down else None
         board_cache.bump(session, sub.benchmark_id)
         return "failed" if final else "retry"
 
@@ -345,6 +387,8 @@ def stale(runtime: Runtime) -> list[tuple[int, str]]:
             and_(
                 Submission.status == Status.SCORED,
                 Submission.scored_at < now - timedelta(seconds=queued_grace),
+                # not before the time a failed judge step set
+                or_(Submission.lease_until.is_(None), Submission.lease_until < now),
             )
         )
     with runtime.sessions() as session:

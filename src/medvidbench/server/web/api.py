@@ -67,7 +67,7 @@ def ready(rt: Rt) -> JSONResponse:
 
 @router.get("/health", response_model=schemas.Health)
 @router.head("/health", include_in_schema=False)
-def health(rt: Rt, request: Request) -> dict[str, Any]:
+def health(rt: Rt, admin: Annotated[bool, Depends(deps.is_admin)]) -> dict[str, Any]:
     """Liveness and what this server holds (the top-level ``benchmark``, ``samples`` and
     ``demo`` describe the default benchmark's test set; null before one is loaded: a server
     with no test set yet is up, and must pass a deployment's health check). The judge's
@@ -83,7 +83,7 @@ def health(rt: Rt, request: Request) -> dict[str, Any]:
         "samples": bench.sample_count if bench else None,
         "demo": bench.is_demo if bench else None,
         "benchmarks": rt.hosted,
-        "judge": judge_summary(rt.settings, show_endpoint=deps.is_admin(request)),
+        "judge": judge_summary(rt.settings, show_endpoint=admin),
     }
 
 

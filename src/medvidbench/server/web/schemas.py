@@ -271,6 +271,7 @@ class SubmissionPublic(BaseModel):
     timeline: list[TimelineStep]
     final: bool
     judge_on: bool
+    judge_failed: bool
     judged: bool
     created_at: str
     verdict: str
