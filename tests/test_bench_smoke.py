@@ -25,6 +25,7 @@ SMOKE: dict[str, list[str]] = {
     "bench_embed.py": ["--samples", "60", "--repeat", "1"],
     "bench_evaluate.py": ["--repeat", "1", "--samples", "300", "--large", "2000"],
     "bench_formats.py": ["--sizes", "300", "--repeat", "1"],
+    "bench_hostile.py": ["--samples", "120", "--length", "400", "--budget", "0.01"],
     "bench_intervals.py": ["--sims", "20", "--replicates", "50", "--clusters", "8"],
     "bench_judge.py": ["--samples", "300", "--latency", "0.01"],
     "bench_judged.py": ["--samples", "300", "--repeat", "2", "--latency", "0.01"],

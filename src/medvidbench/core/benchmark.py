@@ -194,12 +194,17 @@ class Task:
         label: Short display name (``NAP``), the default group of its metrics.
         title: Human-readable title.
         test_count: Number of test items in the published test set, when known.
+        answer_chars: The longest answer the task's format ever needs (None: only the global
+            limit, 32,768). A longer answer is scored on its first ``answer_chars`` characters,
+            with a warning: an answer of thousands of characters where the format is a short
+            phrase is a generation that ran away, and reading all of it only costs time.
     """
 
     name: str
     label: str
     title: str
     test_count: int | None = None
+    answer_chars: int | None = None
 
 
 class TestItem(Protocol):
@@ -465,7 +470,8 @@ class Benchmark(Generic[ItemT]):
 
         matched = self.testset.validate_submission(source, test_set, max_bytes, name)
         tasks = [t.name for t in self.tasks]
-        return enforce_coverage(matched, test_set.samples, tasks, self.slug)
+        caps = {t.name: t.answer_chars for t in self.tasks}
+        return enforce_coverage(matched, test_set.samples, tasks, self.slug, caps)
 
     def load_questions(
         self, source: str | Path | bytes, max_bytes: int | None = None

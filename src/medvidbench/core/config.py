@@ -87,6 +87,14 @@ class Settings(BaseSettings):
         description="How long a queued submission waits for its job before a "
         "worker re-enqueues it (after a queue restart lost it).",
     )
+    scoring_cpu_seconds: float = Field(
+        120.0,
+        ge=0,
+        description="CPU seconds one scoring job (a submission, or a re-score) may use before "
+        "it is stopped and the submission failed with the reason, instead of a worker busy "
+        "for an hour on hostile answers (a valid 6,245-answer file takes a few seconds); "
+        "0 for no limit.",
+    )
     job_max_attempts: int = Field(
         3,
         ge=1,

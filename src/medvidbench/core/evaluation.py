@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
 from medvidbench.core.judge.parse import JudgeAnswerError
@@ -245,6 +246,7 @@ def score(
         if coverage[task].status != "complete":
             out.per_task[task] = {"status": "missing", "count": coverage[task].expected}
         elif task in scorers:
+            cpu_budget.check()
             started = time.perf_counter()
             result = scorers[task].evaluate(*planned.inputs(task), planned.rules, planned.ctx)
             out.timings[task] = time.perf_counter() - started

@@ -187,13 +187,19 @@ class MatchedSubmission:
 
 
 def enforce_coverage(
-    matched: MatchedSubmission, samples: Sequence[Any], tasks: Sequence[str], slug: str
+    matched: MatchedSubmission,
+    samples: Sequence[Any],
+    tasks: Sequence[str],
+    slug: str,
+    caps: Mapping[str, int | None] | None = None,
 ) -> MatchedSubmission:
     """The kernel's rules for every benchmark's matched submission, whatever its plug-in did:
     coverage is counted here from the predictions (the plug-in's own counts are not trusted),
     a task answered in part is an error naming what is missing, a file that answers no item is
     refused, and an answer to an item of a task the benchmark does not declare is an error.
     A task left out entirely stays a *partial* submission (its metrics missing, never 0).
+    An answer longer than its task's cap (``caps``: ``Task.answer_chars``) is cut to the cap,
+    with a warning per task.
 
     Raises:
         ValueError: the plug-in returned predictions that do not line up with the test set
@@ -229,6 +235,8 @@ def enforce_coverage(
         }
         if not any(answered.values()):
             report.errors.add(Problem("no-predictions", "the file answers no item of the test set"))
+    if caps and not report.errors:
+        _cut_long_answers(matched, samples, caps)
     for task, cov in report.coverage.items():
         if cov.status == "incomplete" and not _reported(report, task):
             missing = [item for item in expected[task] if matched.predictions[item.index] is None]
@@ -242,6 +250,26 @@ def enforce_coverage(
                 )
             )
     return matched
+
+
+def _cut_long_answers(
+    matched: MatchedSubmission, samples: Sequence[Any], caps: Mapping[str, int | None]
+) -> None:
+    cut: dict[str, list[int]] = {}
+    for i, text in enumerate(matched.predictions):
+        cap = caps.get(samples[i].task)
+        if cap is not None and isinstance(text, str) and len(text) > cap:
+            cut.setdefault(samples[i].task, []).append(len(text))
+            matched.predictions[i] = text[:cap]
+    for task, lengths in cut.items():
+        matched.report.warnings.add(
+            Problem(
+                "answer-cut",
+                f"task {task!r}: {len(lengths):,} answers are longer than the "
+                f"{caps[task]:,} characters its answer format ever needs (up to "
+                f"{max(lengths):,}); each was scored on its first {caps[task]:,} characters",
+            )
+        )
 
 
 def _reported(report: ValidationReport, task: str) -> bool:

@@ -145,7 +145,9 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     title="MedVidBench",
     version="1.0",
     scorer_version=SCORER_VERSION,
-    tasks=tuple(Task(t.name, t.label, t.title, t.test_count) for t in TASKS.values()),
+    tasks=tuple(
+        Task(t.name, t.label, t.title, t.test_count, t.answer_chars) for t in TASKS.values()
+    ),
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),
     rules=RULES,

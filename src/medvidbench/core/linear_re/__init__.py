@@ -39,6 +39,7 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+from medvidbench.core import cpu_budget
 from medvidbench.core.linear_re import budget
 from medvidbench.core.linear_re.budget import budgeted
 from medvidbench.core.linear_re.program import (
@@ -307,6 +308,7 @@ class LinearPattern:
     # --- the engine -----------------------------------------------------------------------------
 
     def _scan(self, text: str) -> Iterator[list[int]]:
+        cpu_budget.check()  # a text costs at most its task's answer cap (core.cpu_budget)
         width = len(text) + 1
         failed = bytearray(len(self._ops) * width)
         clear = bytes(len(self._ops))

@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy import String, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
+from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.cpu_budget import CpuBudgetError
 from medvidbench.core.display import count
 from medvidbench.core.errors import NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
@@ -186,7 +188,15 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     """
     with transaction(runtime.sessions) as session:
         events.record(session, submission_id, "rescore-started", profile)
-    scoring = _report(runtime, submission_id, profile=profile)
+    budget = runtime.settings.scoring_cpu_seconds
+    try:
+        with cpu_budget.limited(budget, f"re-scoring submission {submission_id} ({profile})"):
+            scoring = _report(runtime, submission_id, profile=profile)
+    except CpuBudgetError as exc:  # as costly the next time: given up at once, with the reason
+        with transaction(runtime.sessions) as session:
+            events.record(session, submission_id, "error", exc.message)
+            events.record(session, submission_id, "rescore-failed", profile)
+        return False
     report = scoring.report
     try:
         with transaction(runtime.sessions) as session:

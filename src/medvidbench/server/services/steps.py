@@ -19,7 +19,9 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from medvidbench.core import cpu_budget
 from medvidbench.core.config import judge_wanted
+from medvidbench.core.cpu_budget import CpuBudgetError
 from medvidbench.core.display import count
 from medvidbench.core.evaluation import Options, Report, assemble, judge_plan, plan, score
 from medvidbench.server import checkpoints
@@ -297,8 +299,12 @@ def run_step(
     """Claim, compute, store. Returns what happened: done, skipped, superseded, retry, failed."""
     if not claim(runtime, submission_id, step, worker):
         return "skipped"
+    budget = runtime.settings.scoring_cpu_seconds if step == "score" else None
     try:
-        with lease_kept(runtime, submission_id, worker):
+        with (
+            lease_kept(runtime, submission_id, worker),
+            cpu_budget.limited(budget, f"scoring submission {submission_id}"),
+        ):
             scoring = _report(runtime, submission_id, judge=judge)
         failed = JudgeFailed.of(scoring.report) if step == "judge" else None
         if failed is not None:
@@ -315,7 +321,8 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
     the last attempt, the submission failed."""
     waiting, running, _ = STEPS[step]
     judge_down = isinstance(exc, JudgeFailed)
-    reason = str(exc) if judge_down else f"{type(exc).__name__}: {exc}"[:2000]
+    ours = judge_down or isinstance(exc, CpuBudgetError)  # said in full, no exception name
+    reason = str(exc) if ours else f"{type(exc).__name__}: {exc}"[:2000]
     with transaction(runtime.sessions) as session:
         sub = session.scalar(
             select(Submission).where(
@@ -326,7 +333,11 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         )
         if sub is None:
             return "superseded"
-        final = not judge_down and sub.step_attempts >= runtime.settings.job_max_attempts
+        # the answers cost too much: trying again would cost as much, for the same answer
+        hopeless = isinstance(exc, CpuBudgetError)
+        final = hopeless or (
+            not judge_down and sub.step_attempts >= runtime.settings.job_max_attempts
+        )
         delay = retry_delay(sub.step_attempts)
         later = f"; judging is tried again in {delay:.0f} s" if judge_down else ""
         later = later or "; it will be retried"

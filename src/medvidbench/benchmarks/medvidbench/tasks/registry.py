@@ -23,6 +23,10 @@ class TaskInfo:
         title: Human-readable title.
         variants: The qa_type strings of the published test set for this task.
         test_count: Number of samples of this task in the published 6,245-sample test set.
+        answer_chars: The longest answer its format ever needs (None: the global limit).
+            The published answers are 10-250 characters (TAL, NAP, SA, CVS), a few hundred
+            (STG's boxes, DVC's events); the caps leave room for a verbose model, a long clip
+            and dozens of events, and a judged caption keeps the global limit.
     """
 
     name: str
@@ -30,20 +34,22 @@ class TaskInfo:
     title: str
     variants: tuple[str, ...]
     test_count: int
+    answer_chars: int | None = None
 
 
 TASKS: dict[str, TaskInfo] = {
     t.name: t
     for t in (
-        TaskInfo("tal", "TAG", "Temporal action localisation", ("tal",), 1637),
-        TaskInfo("stg", "STG", "Spatiotemporal grounding", ("stg",), 780),
-        TaskInfo("next_action", "NAP", "Next action prediction", ("next_action",), 670),
+        TaskInfo("tal", "TAG", "Temporal action localisation", ("tal",), 1637, 1_000),
+        TaskInfo("stg", "STG", "Spatiotemporal grounding", ("stg",), 780, 4_000),
+        TaskInfo("next_action", "NAP", "Next action prediction", ("next_action",), 670, 1_000),
         TaskInfo(
             "dense_captioning",
             "DVC",
             "Dense video captioning",
             ("dense_captioning_gpt", "dense_captioning_gemini"),
             751 + 728,
+            4_000,
         ),
         TaskInfo(
             "video_summary",
@@ -59,8 +65,10 @@ TASKS: dict[str, TaskInfo] = {
             ("region_caption_gpt", "region_caption_gemini"),
             138 + 168,
         ),
-        TaskInfo("skill_assessment", "SA", "Skill assessment", ("skill_assessment",), 160),
-        TaskInfo("cvs_assessment", "CVS", "Critical view of safety", ("cvs_assessment",), 648),
+        TaskInfo("skill_assessment", "SA", "Skill assessment", ("skill_assessment",), 160, 1_000),
+        TaskInfo(
+            "cvs_assessment", "CVS", "Critical view of safety", ("cvs_assessment",), 648, 1_000
+        ),
     )
 }
 
