@@ -159,7 +159,8 @@ def test_frames_are_read_under_the_video_folder(
 def test_export_without_questions_says_what_is_missing(tmp_path: Path) -> None:
     result = runner.invoke(app, ["export-task", "lmms-eval", str(tmp_path / "t")])
     assert result.exit_code == 0
-    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["medvidbench.yaml", "utils.py"]
+    written = sorted(p.name for p in (tmp_path / "t").iterdir())
+    assert written == [".medvidbench-export.json", "medvidbench.yaml", "utils.py"]
     assert "run again with --questions" in result.output
     unknown = runner.invoke(app, ["export-task", "nope", str(tmp_path / "u")])
     assert unknown.exit_code == 2 and "has no task for 'nope'" in unknown.output

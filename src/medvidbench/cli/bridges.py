@@ -5,7 +5,6 @@ researchers already run (lmms-eval, VLMEvalKit), through the benchmark's importe
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -46,11 +45,11 @@ def _pick(bench: Any, name: str) -> Any:
 
 
 def _source(path: Path) -> tuple[bytes, str]:
-    """A file's bytes and name; ``-`` is standard input."""
-    from medvidbench.core.formats import read_bytes
+    """A file's bytes and name; ``-`` is standard input (both within the size limit)."""
+    from medvidbench.core.formats import read_bytes, read_stdin
 
     if str(path) == "-":
-        return sys.stdin.buffer.read(), "-"
+        return read_stdin(), "-"
     return read_bytes(path), path.name
 
 
@@ -138,6 +137,10 @@ def export_task(
             "task's documents.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        Option("--force", help="Replace files in FOLDER that export-task did not write."),
+    ] = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
     """Write a task for another toolkit whose output is a ready submission file.
@@ -159,9 +162,7 @@ def export_task(
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{str(folder)!r} exists and is not a folder")
     files = makers[toolkit].task_files(_questions(questions), folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
+    _write_task(folder, files, force)
     err = console(stderr=True, soft_wrap=True)
     err.print(f"wrote {', '.join(files)} to {escape(str(folder))}", highlight=False)
     if questions is None:
@@ -170,3 +171,49 @@ def export_task(
             f"task's documents into {escape(str(folder))}",
             highlight=False,
         )
+
+
+# What export-task wrote into a folder, by name and sha256: a later run replaces those files
+# (unchanged since), and nothing else without --force.
+WRITTEN = ".medvidbench-export.json"
+
+
+def _write_task(folder: Path, files: Mapping[str, bytes], force: bool) -> None:
+    """Write ``files`` into ``folder``: never through a symbolic link, never over a file this
+    command did not write (or that was changed since) unless ``force``; each file whole or
+    not at all."""
+    import hashlib
+    import json
+    import os
+
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / WRITTEN
+    try:
+        earlier = json.loads(record.read_text()) if record.is_file() else {}
+    except (OSError, ValueError):
+        earlier = {}
+    for name in [*files, WRITTEN]:
+        target = folder / name
+        if "/" in name or name in ("", ".", ".."):
+            raise UsageError(f"refusing to write {name!r}: not a plain file name")
+        if target.is_symlink():
+            raise UsageError(
+                f"{str(target)!r} is a symbolic link: export-task never writes through one"
+            )
+        if name == WRITTEN or not target.exists() or force:
+            continue
+        digest = hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else None
+        if digest is None or earlier.get(name) != digest:
+            raise UsageError(
+                f"{str(target)!r} exists and was not written by export-task (or was changed "
+                "since): move it away, choose another folder, or pass --force to replace it"
+            )
+    written = {}
+    for name, content in [*files.items()]:
+        partial = folder / f".{name}.partial"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(partial, flags, 0o644), "wb") as out:
+            out.write(content)
+        os.replace(partial, folder / name)
+        written[name] = hashlib.sha256(content).hexdigest()
+    record.write_text(json.dumps(written, indent=1) + "\n")

@@ -254,10 +254,6 @@ def read_input(path: Path, max_bytes: int | None = None) -> tuple[Path | bytes, 
     """A file argument as given, or for ``-`` the bytes of standard input (named so)."""
     if str(path) != "-":
         return path, str(path)
-    from medvidbench.core.formats import DEFAULT_MAX_BYTES
+    from medvidbench.core.formats import DEFAULT_MAX_BYTES, read_stdin
 
-    limit = max_bytes or DEFAULT_MAX_BYTES
-    data = sys.stdin.buffer.read(limit + 1)
-    if len(data) > limit:
-        raise UsageError(f"standard input is larger than the limit of {limit:,} bytes")
-    return data, "<stdin>"
+    return read_stdin(max_bytes or DEFAULT_MAX_BYTES), "<stdin>"

@@ -85,6 +85,17 @@ def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     return p.read_bytes()
 
 
+def read_stdin(max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Standard input's bytes, refusing more than ``max_bytes`` (read no further than one byte
+    past the limit: a pipe has no size to check first)."""
+    import sys
+
+    data = sys.stdin.buffer.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UsageError(f"standard input is larger than the limit of {max_bytes:,} bytes")
+    return data
+
+
 def _position(data: bytes, message: str) -> str:
     """Turn msgspec's "(byte N)" into a line and column a person can find."""
     m = re.search(r"\(byte (\d+)\)", message)
