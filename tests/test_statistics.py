@@ -224,7 +224,9 @@ def test_identical_entries_are_not_distinguishable_and_a_better_one_is(
         reports["strong"].metrics,
         reports["shuffled"].metrics,
     )
-    assert all(d.difference == 0 and d.distinguishable is False for d in same)
+    # the same answers: "identical", never an interval of 0.000 to 0.000 (#32 item 12)
+    assert all(d.identical and d.difference == 0 and d.interval is None for d in same)
+    assert all(not d.distinguishable and d.detectable is None for d in same)
     better = paired(
         reps["strong"][1], reps["weak"][1], keys, reports["strong"].metrics, reports["weak"].metrics
     )

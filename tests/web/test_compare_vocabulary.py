@@ -25,7 +25,21 @@ def test_compare_shows_the_top_3_by_default_and_lists_entries_with_their_numbers
     for row in official:
         assert f'value="{row["entry_id"]}"' in page.text
         assert f"official board, rank {row['rank']}, entry {row['entry_id']}" in page.text
-    assert page.text.count("checked") == 3  # the three shown are ticked
+    # shown, not ticked: ticking two of your own then compares those two, not five (#32 item 11)
+    assert " checked>" not in page.text
+    ids = [r["entry_id"] for r in official]
+    mine = client.get(f"/b/medvidbench/compare?pick={ids[-1]}&pick={ids[-2]}")
+    assert mine.status_code == 200 and 'id="compare-table"' in mine.text
+
+
+def test_entries_given_in_the_address_are_ticked_and_listed_first(client: TestClient) -> None:
+    ids = [r["entry_id"] for r in client.get("/api/v1/boards/official").json()]
+    asked = [ids[-1], ids[-3]]
+    page = client.get(f"/b/medvidbench/compare?entries={asked[0]},{asked[1]}").text
+    ticked = [int(v) for v in re.findall(r'value="(\d+)" checked>', page)]
+    assert sorted(ticked) == sorted(asked)
+    listed = [int(v) for v in re.findall(r'name="pick" value="(\d+)"', page)]
+    assert sorted(listed[:2]) == sorted(asked) and "2 ticked" in page
 
 
 def test_compare_names_wrong_picks_and_refuses_1_or_5(client: TestClient) -> None:

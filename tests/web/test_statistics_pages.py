@@ -72,7 +72,9 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     compared = client.get(f"/b/medvidbench/compare?entries={entries}").text
     assert 'id="differences"' in compared
     same, worse = compared.split("<caption>")[1:3]
-    assert same.count("not distinguishable") == 7  # every rule-based metric; judged ones pending
+    # the same answers: "identical" on every rule-based metric (judged ones pending), never an
+    # interval of 0.000 to 0.000 (#32 item 12)
+    assert same.count(">identical<") == 7 and "not distinguishable" not in same
     assert worse.count("Model-strong better") == 7 and "not distinguishable" not in worse
 
     api = client.get(f"/api/v1/compare?entries={entries}").json()["differences"]
@@ -82,8 +84,9 @@ def test_intervals_from_scoring_to_page_api_board_compare_and_export(
     ]
     assert api[0]["metrics"]["stg_miou"] == {
         "difference": 0.0,
-        "interval": [0.0, 0.0],
-        "distinguishable": False,
+        "interval": None,
+        "distinguishable": None,
+        "identical": True,
     }
     weaker = api[1]["metrics"]["stg_miou"]
     assert weaker["distinguishable"] and weaker["interval"][1] < 0 < -weaker["difference"]

@@ -103,8 +103,11 @@ def _wilson(
 
 def minimum_detectable(differences: np.ndarray) -> float | None:
     """The smallest true difference a paired two-sided 5 % test detects with 80 % power, from
-    the paired replicate differences of two entries (None without two defined replicates)."""
+    the paired replicate differences of two entries (None without two defined replicates, or
+    when they do not vary: two entries that agree on every resample, identical ones, say
+    nothing about how large a real difference must be)."""
     d = differences[~np.isnan(differences)]
     if d.size < 2:
         return None
-    return DETECTABLE_FACTOR * float(np.std(d, ddof=1))
+    spread = float(np.std(d, ddof=1))
+    return DETECTABLE_FACTOR * spread if spread > 0 else None

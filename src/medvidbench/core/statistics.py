@@ -384,6 +384,8 @@ class Difference:
     interval: tuple[float, float] | None
     # the smallest true difference a paired 5 % test finds in 80 % of test sets like this one
     detectable: float | None = None
+    # the two agree on every resample (the same answers scored the same): no interval to show
+    identical: bool = False
 
     @property
     def distinguishable(self) -> bool | None:
@@ -408,7 +410,11 @@ def paired(
     for j, k in enumerate(keys):
         pa, pb = point_a.get(k), point_b.get(k)
         diff = None if pa is None or pb is None else float(pa) - float(pb)
-        iv = interval(a[:, j] - b[:, j], confidence) if diff is not None else None
-        found = minimum_detectable(a[:, j] - b[:, j]) if diff is not None else None
+        spread = a[:, j] - b[:, j]
+        if diff == 0 and not np.nanmax(np.abs(spread), initial=0.0):
+            out.append(Difference(k, 0.0, None, None, identical=True))
+            continue
+        iv = interval(spread, confidence) if diff is not None else None
+        found = minimum_detectable(spread) if diff is not None else None
         out.append(Difference(k, diff, iv, found))
     return out

@@ -96,6 +96,9 @@ def _detectable(runtime: Runtime, bench_id: int) -> dict[str, Any] | None:
     if best is None:
         return None
     kind, codes, definition = best
+    # neighbours equal on every metric and resample: identical entries (the same baseline
+    # submitted twice), which say nothing about how large a real lead must be
+    identical = sum(bool(np.array_equal(a, b)) for a, b in itertools.pairwise(codes))
     values = {}
     for j, m in enumerate(m for m in definition.metrics if m.ranked):
         found = []
@@ -106,10 +109,12 @@ def _detectable(runtime: Runtime, bench_id: int) -> dict[str, Any] | None:
                 continue
             if np.ptp(x[:n]) == 0 and np.ptp(y[:n]) == 0:
                 continue  # no replicates of this metric: nothing to measure
+            if np.array_equal(x[:n], y[:n]):
+                continue  # the same on every resample: says nothing about a real lead
             # the rank codes hold the values to 3 decimals (negated where higher is better)
             mdd = minimum_detectable((x[:n] - y[:n]).astype(np.float64) / 1000.0)
             if mdd is not None:
                 found.append(mdd)
         if found:
             values[m.key] = float(np.median(found))
-    return {"board": kind, "pairs": len(codes) - 1, "by_metric": values}
+    return {"board": kind, "pairs": len(codes) - 1, "identical": identical, "by_metric": values}

@@ -223,6 +223,7 @@ def compare(
                         "difference": d.difference,
                         "interval": list(d.interval) if d.interval else None,
                         "distinguishable": d.distinguishable,
+                        "identical": d.identical,
                     }
                     for d in c.differences
                 },

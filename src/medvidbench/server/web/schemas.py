@@ -171,6 +171,7 @@ class MetricDifference(BaseModel):
     difference: Number | None
     interval: list[Number] | None
     distinguishable: bool | None
+    identical: bool  # the same on every resample: no interval, and no evidence of any lead
 
 
 class EntryDifferences(BaseModel):

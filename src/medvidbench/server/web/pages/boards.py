@@ -59,7 +59,9 @@ def board(request: Request, slug: str, kind: str) -> Response:
 @router.get("/b/{slug}/compare", response_class=HTMLResponse)
 def compare_page(request: Request, slug: str, entries: str = "", q: str = "") -> Response:
     """Pick 2 to 4 entries from a searchable list (ticked boxes, or ``?entries=3,7``); with
-    none picked, the official board's top 3. Wrong picks are named, never trimmed."""
+    none picked, the official board's top 3, shown but not ticked (ticking two of your own
+    then compares those two). The ticked entries head the list. Wrong picks are named, never
+    trimmed."""
     rt = request.app.state.runtime
     definition = rt.definition(slug)
     listed = [
@@ -92,7 +94,9 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
         for c in listed
         if needle in c.row.model_name.casefold() or needle in c.row.team.casefold()
     ]
+    ticked = ids if asked else []
     shown = [c for c in listed if not needle or c.row.entry_id in ids or c.row.entry_id in matching]
+    shown.sort(key=lambda c: c.row.entry_id not in ticked)  # stable: the ticked ones first
     return page(
         request,
         "compare.html",
@@ -109,7 +113,7 @@ def compare_page(request: Request, slug: str, entries: str = "", q: str = "") ->
         no_match=bool(needle) and not matching,
         metrics=definition.metrics,
         metrics_by_key=definition.metrics_by_key,
-        ids=ids,
+        ticked=ticked,
         judge_on=judge_wanted(rt.settings),
     )
 

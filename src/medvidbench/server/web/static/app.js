@@ -50,6 +50,16 @@ document.addEventListener("DOMContentLoaded", () => {
     filter.addEventListener("input", apply);
     filter.addEventListener("keydown", (e) => { if (e.key === "Enter") e.preventDefault(); });
     apply();
+    // At most 4 ticked: the rest of the boxes wait until one is unticked; the count says so.
+    const boxes = Array.from(document.querySelectorAll("#pick-list input[name=pick]"));
+    const count = document.getElementById("pick-count");
+    const limit = () => {
+      const ticked = boxes.filter((b) => b.checked).length;
+      boxes.forEach((b) => { b.disabled = !b.checked && ticked >= 4; });
+      if (count) count.textContent = `${ticked} ticked${ticked >= 4 ? " (the most)" : ""}`;
+    };
+    boxes.forEach((b) => b.addEventListener("change", limit));
+    limit();
   }
   const chart = document.getElementById("chart");
   if (chart && window.Plotly && chart.dataset.entries) {
