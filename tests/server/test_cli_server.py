@@ -23,7 +23,7 @@ def test_operator_walkthrough(tmp_path: Path, synthetic: dict[str, Path]) -> Non
     data = ["--data-dir", str(tmp_path / "d")]
     assert run("db", "upgrade", *data).returncode == 0
     loaded = run("benchmarks", "load", str(synthetic["ground_truth"]), "--demo", *data)
-    assert loaded.returncode == 0 and "600 samples" in loaded.stdout
+    assert loaded.returncode == 0 and "600 test questions" in loaded.stdout
     made = run(
         "users",
         "create",

@@ -195,7 +195,7 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     page.on("dialog", lambda d: (asked.append(d.message), d.accept()))
     row.locator("button:has-text('Promote')").click()
     page.wait_for_url("**/admin?benchmark=medvidbench#official")  # back where the admin was
-    assert "is on the official board" in page.locator("#notice").inner_text()
+    assert "is on the official medvidbench board" in page.locator("#notice").inner_text()
     page.goto(f"{live['url']}/b/medvidbench/board/official")
     promoted = page.locator("table#board tbody tr", has_text="Browser Strong")
     assert "verified" in promoted.inner_text()
@@ -211,7 +211,7 @@ def test_admin_path(live: dict[str, Any], browser: Any) -> None:
     reported.locator("button:has-text('Remove')").click()
     page.wait_for_url("**/admin?benchmark=medvidbench#official")
     assert asked[0].startswith("Put submission") and asked[1].startswith("Take entry")
-    assert "is off the official board" in page.locator("#notice").inner_text()
+    assert "is off the official medvidbench board" in page.locator("#notice").inner_text()
     shot(page, "admin-confirmation")
     audit = page.locator("#audit").inner_text()
     assert "entry.promote" in audit and "entry.remove" in audit

@@ -10,6 +10,7 @@ CI=true. Screenshots go to the CI artifacts with the other browser tests'.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -48,9 +49,10 @@ class Visit:
         return (slug or "home") + ("-admin" if self.admin else "")
 
 
-def site_with_uploads(data: Path) -> Iterator[dict[str, Any]]:
+def site_with_uploads(data: Path, promote: bool = False) -> Iterator[dict[str, Any]]:
     """Both benchmarks on one server, one scored submission on each community board; the
-    entries a mixed comparison takes (scored here, and reported)."""
+    entries a mixed comparison takes (scored here, and reported); with ``promote``, the
+    MedVidBench submission is on the official board too (a verified badge)."""
     create_user(data, ADMIN, PASSWORD, "--admin")
     token = subprocess.run(
         [*CLI, "tokens", "create", ADMIN, "--data-dir", str(data)],
@@ -67,12 +69,14 @@ def site_with_uploads(data: Path) -> Iterator[dict[str, Any]]:
             for kind in ("community", "official")
         ]
         mixed = f"{boards[0][0]['entry_id']},{boards[1][0]['entry_id']}"  # scored and reported
+        if promote:
+            _promote(server.url, video)  # a verified badge on the official board, both themes
         yield {"url": server.url, "video": video, "grounding": grounding, "mixed": mixed}
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    yield from site_with_uploads(tmp_path_factory.mktemp("a11y"))
+    yield from site_with_uploads(tmp_path_factory.mktemp("a11y"), promote=True)
 
 
 def _upload(url: str, token: str, path: Path, slug: str) -> int:
@@ -95,6 +99,22 @@ def _upload(url: str, token: str, path: Path, slug: str) -> int:
             return sid
         time.sleep(0.2)
     raise AssertionError(f"submission {sid} not scored in 120 s: {status}")
+
+
+def _promote(url: str, submission_id: int) -> None:
+    """Put a submission on the official board through the admin page, as an admin does."""
+    with httpx.Client(base_url=url, follow_redirects=False, timeout=60) as admin:
+        token = re.search(r'name="csrf" value="([^"]+)"', admin.get("/login").text)
+        assert token is not None
+        form = {"username": ADMIN, "password": PASSWORD, "csrf": token.group(1), "next": "/"}
+        assert admin.post("/login", data=form).status_code == 303
+        token = re.search(r'name="csrf" value="([^"]+)"', admin.get("/admin").text)
+        assert token is not None
+        done = admin.post(
+            "/admin/promote",
+            data={"csrf": token.group(1), "confirm": "yes", "submission_id": str(submission_id)},
+        )
+        assert done.status_code == 303, done.text
 
 
 def visits(site: dict[str, Any]) -> list[Visit]:
@@ -223,3 +243,45 @@ def test_no_page_is_wider_than_a_phone(site: dict[str, Any], browser: Any) -> No
     for context in contexts.values():
         context.close()
     assert wide == {} and silent == {}, (wide, silent)
+
+
+# The pages this round changed, at a phone's, a laptop's and a wide screen's width, in both
+# themes: screenshots for a reader, and the board's table whole at 1920 px.
+SIZES = (390, 1366, 1920)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_pages_at_three_widths(site: dict[str, Any], browser: Any, theme: str) -> None:  # noqa: F811
+    url = site["url"]
+    chosen = [
+        Visit("/b/medvidbench/board/community"),
+        Visit("/b/medvidbench/board/official"),
+        Visit("/b/medsg/board/community"),
+        Visit("/b/medvidbench/compare"),
+        Visit(f"/submissions/{site['video']}", admin=True),
+        Visit(f"/submissions/{site['grounding']}", admin=True),
+        Visit("/account", admin=True),
+        Visit("/admin?benchmark=medsg", admin=True),
+        Visit("/submissions/999999", admin=True),  # an error page, signed in
+    ]
+    cut = {}
+    for width in SIZES:
+        contexts = {admin: _context(browser, url, theme, admin, width) for admin in (False, True)}
+        for visit in chosen:
+            page = _open(contexts[visit.admin], url, visit)
+            # MedVidBench's ten metric columns and the date fit a wide screen (MedSG-Bench's
+            # board of every task may scroll inside its box, which says so)
+            if width == 1920 and visit.path.startswith("/b/medvidbench/board/"):
+                box = page.evaluate(
+                    "() => { const t = document.querySelector('main table');"
+                    " return [t.scrollWidth, t.parentElement.clientWidth]; }"
+                )
+                if box[0] > box[1] + 1:
+                    cut[visit.name] = box
+            if visit.admin:  # signed in everywhere, error pages included
+                assert page.locator("header.top >> text=Log out").count() == 1, visit.path
+            shot(page, f"w{width}-{visit.name}-{theme}")
+            page.close()
+        for context in contexts.values():
+            context.close()
+    assert cut == {}, f"boards wider than the window at 1920 px: {cut}"

@@ -60,7 +60,8 @@ def test_login_logout_and_wrong_password(client: TestClient, web_runtime: Runtim
         "kcOqlifSukA&amp;&amp;22425",
         'id="limits"',
         "1024 MiB",
-        "medvidbench validate predictions.json --ground-truth test_set.json",
+        # hidden labels: a researcher has the questions file, never the answers (#32 item 14)
+        "medvidbench validate predictions.json --questions questions.json --benchmark medvidbench",
     ):
         assert part in anonymous.text, part
     assert 'name="file"' not in anonymous.text  # no upload form without an account
@@ -125,7 +126,10 @@ def test_admin_pages_need_the_admin_role_and_confirmation(
         "/admin/add", data={"csrf": token, "model_name": "M", "team": "T", "cvs_acc": "0.4"}
     )
     # not done yet: the server asks once (the browser's dialog does it with script)
-    assert unconfirmed.status_code == 200 and "Add M to the official board" in unconfirmed.text
+    assert (
+        unconfirmed.status_code == 200
+        and "Add M to the official medvidbench board" in unconfirmed.text
+    )
     assert "M" not in [r["model_name"] for r in client.get("/api/v1/boards/official").json()]
     done = client.post(
         "/admin/add",

@@ -10,6 +10,7 @@ import errno
 import getpass
 import json
 import logging
+import os
 import socket
 import sys
 from pathlib import Path
@@ -120,7 +121,7 @@ def benchmarks_load(
         slug=benchmark,
     )
     print(
-        f"{bench.slug} test set {bench.id}: {bench.sample_count:,} samples, "
+        f"{bench.slug} test set {bench.id}: {count(bench.sample_count, 'test question')}, "
         f"sha256 {bench.gt_sha256}"
     )
 
@@ -356,8 +357,8 @@ def _banner(rt: Runtime, base: str, hosted: list[TestSet], judge: str, admin_mad
     for bench in hosted:
         _say(
             rt,
-            f"  {bench.name}: {base}/b/{bench.slug}/  ({bench.sample_count:,} "
-            f"samples{', synthetic demo data' if bench.is_demo else ''})",
+            f"  {bench.name}: {base}/b/{bench.slug}/  ({count(bench.sample_count, 'test question')}"
+            f"{', synthetic demo data' if bench.is_demo else ''})",
             highlight=False,
         )
         if bench.is_demo:
@@ -375,6 +376,15 @@ def _banner(rt: Runtime, base: str, hosted: list[TestSet], judge: str, admin_mad
             f"--admin --data-dir {where}'",
             highlight=False,
         )
+    venv = os.environ.get("VIRTUAL_ENV")
+    _say(
+        rt,
+        "this terminal now runs the server (Ctrl-C stops it); run other medvidbench commands "
+        "(users create, submit) in a second terminal"
+        + (f", after '. {venv}/bin/activate'" if venv else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @friendly

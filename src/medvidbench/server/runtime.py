@@ -142,15 +142,19 @@ class Runtime:
 
     @cached_property
     def hosted(self) -> list[str]:
-        """The slugs of the benchmarks this server hosts (``MEDVIDBENCH_BENCHMARKS``, else
-        every installed plug-in), each checked to load."""
+        """The slugs of the benchmarks this server hosts, each checked to load, in the order
+        pages and the start banner list them: ``MEDVIDBENCH_BENCHMARKS``'s order, else the
+        default benchmark, then the published ones (with links to a paper or data), then the
+        rest (demo sets), each in the registry's order."""
         wanted = [s.strip() for s in self.settings.benchmarks.split(",") if s.strip()]
         slugs = wanted or benchmarks.slugs()
-        for slug in slugs:
-            benchmarks.get(slug)  # an unknown or broken plug-in stops the server at start
+        loaded = {slug: benchmarks.get(slug) for slug in slugs}  # a broken plug-in stops here
         if not slugs:
             raise UsageError("no benchmark plug-in is installed")
-        return slugs
+        if wanted:
+            return slugs
+        default = benchmarks.default_slug()
+        return sorted(slugs, key=lambda s: (s != default, not loaded[s].presentation.links))
 
     @property
     def default_slug(self) -> str:

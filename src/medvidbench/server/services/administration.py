@@ -46,24 +46,28 @@ def overview(
     log_page: int = 1,
     slug: str | None = None,
 ) -> AdminOverview:
-    """Every account, the newest submissions (deleted ones left out, their teams loaded), one
-    page of audit lines (newest first) and the official entries that show nowhere."""
+    """Every account, the newest submissions of benchmark ``slug`` (every benchmark's when
+    None; deleted ones left out, their teams loaded), one page of audit lines (newest first)
+    and the official entries that show nowhere."""
     require_role(actor, Role.ADMIN)
+    newest = (
+        select(Submission)
+        .options(selectinload(Submission.team))
+        .where(Submission.status != Status.DELETED)
+        .order_by(Submission.id.desc())
+        .limit(submissions)
+    )
+    if slug is not None:
+        newest = newest.join(TestSet, TestSet.id == Submission.benchmark_id).where(
+            TestSet.slug == slug
+        )
     with runtime.sessions() as session:
         lines = int(session.scalar(select(func.count()).select_from(AuditLog)) or 0)
         pages = max(1, -(-lines // AUDIT_PAGE))
         log_page = min(max(1, log_page), pages)
         return AdminOverview(
             users=list(session.scalars(select(User).order_by(User.id))),
-            submissions=list(
-                session.scalars(
-                    select(Submission)
-                    .options(selectinload(Submission.team))
-                    .where(Submission.status != Status.DELETED)
-                    .order_by(Submission.id.desc())
-                    .limit(submissions)
-                )
-            ),
+            submissions=list(session.scalars(newest)),
             log=list(
                 session.scalars(
                     select(AuditLog)

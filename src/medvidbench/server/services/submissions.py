@@ -472,6 +472,12 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
     checkpoints.discard(runtime.files, submission_id)
 
 
+def benchmark_slugs(runtime: Runtime) -> dict[int, str]:
+    """Every test set's benchmark slug, by the test set's id (what a submission names)."""
+    with runtime.sessions() as session:
+        return {int(i): str(s) for i, s in session.execute(select(TestSet.id, TestSet.slug))}
+
+
 def benchmark_of(runtime: Runtime, submission_id: int) -> str:
     """The slug of the benchmark a submission was made to."""
     with runtime.sessions() as session:

@@ -7,7 +7,7 @@ name makes its creator the owner. Every decision is written to the audit log.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -152,6 +152,7 @@ class TeamStanding:
     owner: bool
     requested: Team | None
     requests: list[tuple[int, str, str]]  # (user id, username, team name) the user may decide
+    members: list[tuple[int, str, bool]] = field(default_factory=list)  # (id, name, owns it)
 
 
 def standing(session: Session, user: User) -> TeamStanding:
@@ -166,7 +167,32 @@ def standing(session: Session, user: User) -> TeamStanding:
         owner=team is not None and team.owner_id == me.id,
         requested=session.get(Team, me.requested_team_id) if me.requested_team_id else None,
         requests=[(u.id, u.username, t.name) for u, t in pending_requests(session, me)],
+        members=[]
+        if team is None
+        else [
+            (u.id, u.username, u.id == team.owner_id)
+            for u in session.scalars(select(User).where(User.team_id == team.id).order_by(User.id))
+        ],
     )
+
+
+def remove(session: Session, actor: User, user_id: int) -> User:
+    """The team's owner (or an admin) takes a member out of it (the member may rejoin only
+    by asking again); an owner leaves with ``leave`` instead.
+
+    Raises:
+        NotFoundError: no such member of a team the actor owns.
+        UsageError: the owner tried to remove themselves.
+    """
+    user = session.get(User, user_id)
+    team = session.get(Team, user.team_id) if user and user.team_id else None
+    if user is None or team is None or not _may_decide(actor, team):
+        raise NotFoundError(f"no member {user_id} of a team you own")
+    if user.id == team.owner_id:
+        raise UsageError("the owner leaves the team (Leave) instead of removing themselves")
+    user.team_id = None
+    audit(session, actor, "team.remove", f"team:{team.id}", user=user.username)
+    return user
 
 
 # --- Use cases for the web: each owns its transaction. ---------------------------------------
@@ -194,6 +220,12 @@ def quit_team(runtime: Runtime, user: User) -> None:
     """Leave the team, or withdraw an open request to join one."""
     with transaction(runtime.sessions) as session:
         leave(session, _me(session, user))
+
+
+def remove_member(runtime: Runtime, actor: User, user_id: int) -> User:
+    """The team's owner (or an admin) removes a member."""
+    with transaction(runtime.sessions) as session:
+        return remove(session, _me(session, actor), user_id)
 
 
 def settle_request(runtime: Runtime, actor: User, user_id: int, approve: bool) -> User:

@@ -225,9 +225,20 @@ def _our_cause(exc: BaseException) -> MedVidBenchError | None:
     return None
 
 
+def _viewer(request: Request) -> tuple[Any, str]:
+    """Who is signed in, and their CSRF token, for an error page's header: the page says the
+    truth about the session (a signed-in user is never offered "Log in"). Nobody when that
+    cannot be told (the database is what failed, or the session is not set up)."""
+    try:
+        return deps.current_user(request), deps.csrf_token(request)
+    except Exception:
+        return None, ""
+
+
 def _error(request: Request, status: int, message: str, body: dict[str, Any]) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse(body, status_code=status)
+    user, csrf = _viewer(request)
     page = (
         templates()
         .get_template("error.html")
@@ -236,9 +247,9 @@ def _error(request: Request, status: int, message: str, body: dict[str, Any]) ->
             status=status,
             message=message,
             problems=body.get("problems", []),
-            user=None,
+            user=user,
             demo=False,
-            csrf="",
+            csrf=csrf,
         )
     )
     return HTMLResponse(page, status_code=status)

@@ -13,7 +13,7 @@ from medvidbench.core.errors import (
     PermissionDeniedError,
 )
 from medvidbench.server.services import accounts, teams
-from medvidbench.server.services.submissions import list_submissions
+from medvidbench.server.services.submissions import benchmark_slugs, list_submissions
 from medvidbench.server.store.models import User
 from medvidbench.server.web import token_reveal
 from medvidbench.server.web.deps import (
@@ -140,8 +140,10 @@ def _account_page(
         tokens=tokens,
         secret=secret,
         submissions=list_submissions(rt, user),
+        benchmark_of=benchmark_slugs(rt),
         team=place.team,
         owner=place.owner,
+        members=place.members,
         requested=place.requested,
         requests=place.requests,
         error=error,
@@ -214,6 +216,14 @@ async def team_decide(request: Request, user_id: DbId) -> Response:
         lambda rt, me, form: teams.settle_request(
             rt, me, user_id, form.get("decision") == "approve"
         ),
+    )
+
+
+@router.post("/account/team/members/{user_id}/remove")
+async def team_remove(request: Request, user_id: DbId) -> Response:
+    """The team's owner (or an admin) takes a member out of the team."""
+    return await _account_action(
+        request, lambda rt, me, _: teams.remove_member(rt, me, user_id), errors_on_page=True
     )
 
 

@@ -72,6 +72,8 @@ async def admin_action(request: Request, action: str) -> Response:
     check_csrf(request, form)
     rt = request.app.state.runtime
     value = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+    # every message names the benchmark whose board or submission the action is about
+    value["benchmark"] = rt.definition(value.get("benchmark") or None).slug
     handler = _ADMIN.get(action)
     if handler is None:
         raise NotFoundError(f"no admin action {action!r}")
@@ -85,7 +87,7 @@ async def admin_action(request: Request, action: str) -> Response:
         handler(rt, actor, value)
     except ValueError as exc:
         raise UsageError(f"invalid value: {exc}") from None
-    slug = rt.definition(value.get("benchmark") or None).slug
+    slug = value["benchmark"]
     done, where = _DONE.get(action, ("Done.", ""))
     # shown once on the admin page (escaped there); a field the form lacks reads as ""
     request.session["notice_text"] = done.format_map(defaultdict(str, value))
@@ -134,9 +136,9 @@ def _approve(rt: Any, actor: User, f: dict[str, str]) -> None:
 _ASK: dict[str, str] = {
     "role": "Make {username} {role}?",
     "approve": "Approve {username}? They may then submit.",
-    "promote": "Put submission {submission_id} on the official board as verified?",
-    "add": "Add {model_name} to the official board as a reported result?",
-    "remove": "Take entry {entry_id} off the official board?",
+    "promote": "Put submission {submission_id} on the official {benchmark} board as verified?",
+    "add": "Add {model_name} to the official {benchmark} board as a reported result?",
+    "remove": "Take entry {entry_id} off the official {benchmark} board?",
     "hide": "Hide submission {submission_id} from every board? Unhide puts it back.",
     "unhide": "Put submission {submission_id} back on the boards?",
     "delete": "Delete submission {submission_id} for good? Its file and scores are removed; "
@@ -156,9 +158,9 @@ def ask(action: str, fields: dict[str, str]) -> str:
 _DONE: dict[str, tuple[str, str]] = {
     "role": ("{username} is now {role}.", "#users"),
     "approve": ("{username} is approved and may submit.", "#users"),
-    "promote": ("Submission {submission_id} is on the official board.", "#official"),
-    "add": ("{model_name} is on the official board as a reported result.", "#official"),
-    "remove": ("Entry {entry_id} is off the official board.", "#official"),
+    "promote": ("Submission {submission_id} is on the official {benchmark} board.", "#official"),
+    "add": ("{model_name} is on the official {benchmark} board as a reported result.", "#official"),
+    "remove": ("Entry {entry_id} is off the official {benchmark} board.", "#official"),
     "hide": (
         "Submission {submission_id} is hidden from every board (Unhide puts it back).",
         "#submissions",

@@ -29,8 +29,19 @@ def submission_page(
     rt = request.app.state.runtime
     view = submission_view(rt, submission_id, current_user(request), evaluation)
     definition = rt.definition(view["benchmark"])
+    # the per-dataset table: only when there are datasets to tell apart, and only the metrics
+    # a dataset has a value of (MedSG-Bench's one dataset would be a row of 34 empty cells)
+    datasets = view["per_dataset"]
+    by_dataset = [
+        m for m in definition.metrics if any(d.get(m.key) is not None for d in datasets.values())
+    ]
     return page(
-        request, "submission.html", sub=view, metrics=definition.metrics, definition=definition
+        request,
+        "submission.html",
+        sub=view,
+        metrics=definition.metrics,
+        dataset_metrics=by_dataset if len(datasets) > 1 else [],
+        definition=definition,
     )
 
 
