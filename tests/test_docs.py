@@ -97,11 +97,11 @@ def test_the_lists_cover_every_capability_and_every_abstract_method() -> None:
     assert capability_types <= {r.__name__ for r in RECORDS}
     # a capability given as a factory (rewards: () -> RewardSpec) is listed by what it makes
     made = {
-        f.type.removeprefix("Callable[[], ").split("]")[0]
+        f.type.removeprefix("Callable[[], ").split("]")[0].split("[")[0]
         for f in dataclasses.fields(kernel.Benchmark)
         if f.type.startswith("Callable[[], ")
     }
-    assert made - {"Mapping[str, TaskScorer[ItemT"} <= {r.__name__ for r in RECORDS} | {"Embedder"}
+    assert made - {"Mapping"} <= {r.__name__ for r in RECORDS} | {"Embedder"}
     for base in (scoring.TaskScorer, scoring.JudgedScorer):
         assert base.__abstractmethods__ <= set(CONTRACTS[base])
     protocol_methods = {

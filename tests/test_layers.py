@@ -24,13 +24,15 @@ def test_import_contracts_hold() -> None:
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in proc.stdout
 
 
-def test_the_registry_contract_names_every_benchmark_package() -> None:
-    packages = {
-        f"medvidbench.benchmarks.{p.parent.name}"
-        for p in (SRC / "medvidbench" / "benchmarks").glob("*/__init__.py")
-    }
-    (contract,) = [c for c in CONTRACTS if c["name"].startswith("Only the registry loads")]
-    assert packages and set(contract["forbidden_modules"]) == packages
+def test_the_benchmark_contracts_cover_every_benchmark_package_by_pattern() -> None:
+    """The contracts name benchmark packages by a pattern, never one by one, so that adding a
+    benchmark adds no line to them; and every sub-package of benchmarks/ is a benchmark."""
+    (registry,) = [c for c in CONTRACTS if c["name"].startswith("Only the registry loads")]
+    (alone,) = [c for c in CONTRACTS if c["name"].startswith("Each benchmark package stands")]
+    assert registry["forbidden_modules"] == alone["modules"] == ["medvidbench.benchmarks.*"]
+    folder = SRC / "medvidbench" / "benchmarks"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert not modules, f"modules beside the benchmark packages would count as one: {modules}"
 
 
 def _folder(module: str) -> str:

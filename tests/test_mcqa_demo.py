@@ -14,7 +14,7 @@ import pytest
 from medvidbench import benchmarks
 from medvidbench.benchmarks.mcqa_demo import ARCHETYPES, BENCHMARK
 from medvidbench.benchmarks.mcqa_demo import synth as mcqa_synth
-from medvidbench.benchmarks.mcqa_demo.extraction import flexible_extract, strict_match
+from medvidbench.core.answers.choices import flexible_extract, strict_match
 from medvidbench.core.errors import InvalidGroundTruthError
 from medvidbench.library import evaluate
 

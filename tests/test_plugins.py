@@ -46,7 +46,8 @@ def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_both_benchmarks_are_discovered_through_the_entry_point_group(installed: Path) -> None:
-    assert benchmarks.slugs() == ["mcqa-demo", "medsg", "medvidbench", "tallybench"]
+    assert "tallybench" in benchmarks.slugs() and "medvidbench" in benchmarks.slugs()
+    assert benchmarks.slugs() == sorted(benchmarks.slugs())
     tally = benchmarks.get("tallybench")
     assert tally.title == "TallyBench" and tally.scorer_version == "0.1.0"
     assert benchmarks.get("medvidbench").scorer_version != tally.scorer_version

@@ -23,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    TypeAlias,
+    cast,
+    runtime_checkable,
+)
 
 from medvidbench.core.capabilities import (
     DemoData as DemoData,  # re-exported: a definition imports everything from here
@@ -273,45 +282,64 @@ class TestSetFormat(Protocol[ItemT]):
         ...
 
 
-class ReadTestSet(Protocol[ItemT_co]):
-    """``(source, max_bytes=its default) -> test set``: how a benchmark reads its test set (or
-    its questions file), the bytes limit given positionally."""
+SetT = TypeVar("SetT", bound="TestSet[Any]", default=Any)
+SetT_co = TypeVar("SetT_co", bound="TestSet[Any]", covariant=True, default=Any)
+SetT_contra = TypeVar("SetT_contra", contravariant=True, default=Any)
 
-    def __call__(self, source: str | Path | bytes, max_bytes: int = ..., /) -> TestSet[ItemT_co]:
+
+class ReadTestSet(Protocol[SetT_co]):
+    """``(source, max_bytes=its default) -> test set``: how a benchmark reads its test set (or
+    its questions file), the bytes limit given positionally; ``SetT_co`` is the benchmark's own
+    test-set class (a :class:`TestSet` of its items)."""
+
+    def __call__(self, source: str | Path | bytes, max_bytes: int = ..., /) -> SetT_co:
         """Read and validate; raise InvalidGroundTruthError listing every problem."""
         ...
 
 
+class MatchFile(Protocol[SetT_contra]):
+    """``(source, test_set, max_bytes=its default, name="") -> MatchedSubmission``: how a
+    benchmark matches a prediction file (or several files, or a folder: :data:`Source`) to its
+    test set, ``test_set`` being what its own loader returned. A benchmark that reads one file
+    refuses several with :func:`medvidbench.core.formats.one_source`."""
+
+    def __call__(
+        self, source: Source, test_set: SetT_contra, max_bytes: int = ..., /, name: str = ...
+    ) -> MatchedSubmission:
+        """Decode and match; never raise on the file's content (problems go in the report)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
-class TestSetFunctions(Generic[ItemT]):
+class TestSetFunctions(Generic[SetT]):
     """A :class:`TestSetFormat` made of two functions, ``load(source, max_bytes)`` and
     ``match(source, test_set, max_bytes, name)`` (a function that imports the real one when
-    called keeps importing the definition cheap)."""
+    called keeps importing the definition cheap). ``SetT`` is the benchmark's own test-set
+    class, taken from what ``load`` returns; ``match`` must accept exactly that (mypy checks
+    the pair: a function with its arguments swapped, or without ``name``, is refused)."""
 
-    load: ReadTestSet[ItemT]
-    match: Callable[..., MatchedSubmission]
-    questions: ReadTestSet[ItemT] | None = None
+    load: ReadTestSet[SetT]
+    match: MatchFile[SetT]
+    questions: ReadTestSet[SetT] | None = None
     """``questions(source, max_bytes)``: the public questions file, where the benchmark has one."""
 
-    def load_ground_truth(
-        self, source: str | Path | bytes, max_bytes: int | None = None
-    ) -> TestSet[ItemT]:
+    def load_ground_truth(self, source: str | Path | bytes, max_bytes: int | None = None) -> SetT:
         return self.load(source) if max_bytes is None else self.load(source, max_bytes)
 
     def validate_submission(
         self,
         source: Source,
-        test_set: TestSet[ItemT],
+        test_set: TestSet[Any],
         max_bytes: int | None = None,
         name: str = "",
     ) -> MatchedSubmission:
+        # the kernel only ever passes a test set this benchmark's own loader made
+        own = cast("SetT", test_set)
         if max_bytes is None:
-            return self.match(source, test_set, name=name)
-        return self.match(source, test_set, max_bytes, name=name)
+            return self.match(source, own, name=name)
+        return self.match(source, own, max_bytes, name=name)
 
-    def load_questions(
-        self, source: str | Path | bytes, max_bytes: int | None = None
-    ) -> TestSet[ItemT]:
+    def load_questions(self, source: str | Path | bytes, max_bytes: int | None = None) -> SetT:
         if self.questions is None:
             raise UsageError("this benchmark has no public questions file to validate against")
         return self.questions(source) if max_bytes is None else self.questions(source, max_bytes)
@@ -396,10 +424,10 @@ class Benchmark(Generic[ItemT]):
     check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
     derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
     presentation: Presentation = field(default_factory=Presentation)
-    uncertainty: Uncertainty = field(default_factory=Uncertainty)
+    uncertainty: Uncertainty[ItemT] = field(default_factory=Uncertainty)
     judging: JudgedScoring | None = None
     demo: DemoData | None = None
-    rewards: Callable[[], RewardSpec] | None = None
+    rewards: Callable[[], RewardSpec[ItemT]] | None = None
     importers: Mapping[str, Importer] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,12 +50,15 @@ class Presentation:
     item_drawing: Callable[[Any, SampleResult | None], dict[str, Any] | None] | None = None
 
 
+ItemT = TypeVar("ItemT")
+
+
 def _each_item(item: Any) -> str:
     return str(item.index)
 
 
 @dataclass(frozen=True, slots=True)
-class Uncertainty:
+class Uncertainty(Generic[ItemT]):
     """How bootstrap intervals resample a benchmark's test set.
 
     Attributes:
@@ -66,7 +69,7 @@ class Uncertainty:
             of sums (:mod:`medvidbench.core.statistics`), so they get intervals too.
     """
 
-    cluster_of: Callable[[Any], str] = _each_item
+    cluster_of: Callable[[ItemT], str] = _each_item
     cluster_rule: str = "each test item on its own"
     derived_formulas: Callable[[dict[str, list[Ratio]]], dict[str, list[Ratio]]] | None = None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +85,21 @@ def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     return p.read_bytes()
 
 
+def one_source(source: str | Path | bytes | Sequence[str | Path]) -> str | Path | bytes:
+    """The one file (or its bytes) a benchmark that reads a single prediction file was given.
+
+    Raises:
+        UsageError: several files were given.
+    """
+    if isinstance(source, str | Path | bytes):
+        return source
+    if len(source) == 1:
+        return source[0]
+    raise UsageError(
+        f"this benchmark reads one prediction file; {len(source)} were given (combine them)"
+    )
+
+
 def read_stdin(max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """Standard input's bytes, refusing more than ``max_bytes`` (read no further than one byte
     past the limit: a pipe has no size to check first)."""
@@ -122,18 +137,20 @@ def _describe(value: object) -> str:
 
 def decode(
     data: bytes,
-    typed: Any,
+    record: type[Any],
     layout_hint: str = "auto",
     what: str = "file",
     single_record_field: str | None = None,
 ) -> Decoded:
-    """Decode a JSON or JSONL file of records into ``typed`` structs.
+    """Decode a JSON or JSONL file of records into ``record`` structs (a ``msgspec.Struct``
+    class, say): a list of them, an object mapping keys to them, or one per JSONL line.
 
     Never raises on content: every problem found is returned in ``Decoded.problems``. The
     caller then walks generic records (``records`` are plain dicts when the typed pass failed)
     with its own field checks so that each record's problems are reported. An object that has
     ``single_record_field`` is reported as one record sent alone instead of a list of them.
     """
+    typed: Any = list[record] | dict[str, record]  # type: ignore[valid-type]
     try:
         return _decode(data, typed, layout_hint, what, single_record_field)
     except UnicodeDecodeError:  # msgspec validates UTF-8 only inside strings, without a place

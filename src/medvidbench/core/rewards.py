@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -85,8 +85,19 @@ class TaskReward:
         return tuple(out)
 
 
+ItemT = TypeVar("ItemT")
+
+
+def _question(item: Any) -> dict[str, Any]:
+    return {"question": item.question, "media": {}}
+
+
+def _no_visuals(item: Any, record: Mapping[str, Any]) -> dict[str, list[Any]]:
+    return {"images": [], "videos": []}
+
+
 @dataclass(frozen=True, slots=True)
-class RewardSpec:
+class RewardSpec(Generic[ItemT]):
     """A benchmark's rewards: its tasks' terms and how a training row carries its item.
 
     Attributes:
@@ -114,17 +125,16 @@ class RewardSpec:
 
     profile: str
     tasks: Mapping[str, TaskReward]
-    encode_item: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-    decode_item: Callable[[Mapping[str, Any]], tuple[Any, dict[str, Any]]]
-    batch_options: Callable[[Sequence[Any], Sequence[Mapping[str, Any]]], dict[str, Any]] = (
+    encode_item: Callable[[ItemT, Mapping[str, Any]], dict[str, Any]]
+    decode_item: Callable[[Mapping[str, Any]], tuple[ItemT, dict[str, Any]]]
+    batch_options: Callable[[Sequence[ItemT], Sequence[Mapping[str, Any]]], dict[str, Any]] = (
         lambda items, extras: {}
     )
-    row_extras: Callable[[Sequence[Any]], list[dict[str, Any]]] = lambda items: [{} for _ in items]
-    prompt: Callable[[Any], dict[str, Any]] = lambda item: {"question": item.question, "media": {}}
-    visuals: Callable[[Any, Mapping[str, Any]], dict[str, list[Any]]] = lambda item, record: {
-        "images": [],
-        "videos": [],
-    }
+    row_extras: Callable[[Sequence[ItemT]], list[dict[str, Any]]] = lambda items: [
+        {} for _ in items
+    ]
+    prompt: Callable[[ItemT], dict[str, Any]] = _question
+    visuals: Callable[[ItemT, Mapping[str, Any]], dict[str, list[Any]]] = _no_visuals
     board_format: bool = False
 
 

@@ -251,7 +251,7 @@ class Rewarder:
                 f"this rewarder uses {mine or 'none'}: fit them again with the same variants"
             )
 
-    def _board_format(self, spec: RewardSpec, bench: Benchmark) -> bool:
+    def _board_format(self, spec: RewardSpec[Any], bench: Benchmark) -> bool:
         on = spec.board_format if self.board_format is None else self.board_format
         return on and bench.default_profile != spec.profile
 

@@ -19,10 +19,10 @@ class RewardInputError(UsageError):
     """A batch's ground truth or completion is unusable; the message names the row."""
 
 
-def spec_of(bench: Benchmark) -> RewardSpec:
+def spec_of(bench: Benchmark) -> RewardSpec[Any]:
     if bench.rewards is None:
         raise UsageError(f"benchmark {bench.slug!r} offers no training rewards")
-    spec: RewardSpec = bench.rewards()
+    spec: RewardSpec[Any] = bench.rewards()
     return spec
 
 

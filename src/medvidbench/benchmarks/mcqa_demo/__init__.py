@@ -22,10 +22,11 @@ from medvidbench.core.benchmark import (
     Metric,
     Presentation,
     Profile,
+    Source,
     Task,
     TestSetFunctions,
 )
-from medvidbench.core.formats import DEFAULT_MAX_BYTES
+from medvidbench.core.formats import DEFAULT_MAX_BYTES, one_source
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -78,11 +79,11 @@ def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Que
 
 
 def _match(
-    source: str | Path | bytes, gt: QuestionSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+    source: Source, gt: QuestionSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
 ) -> MatchedSubmission:
     from medvidbench.benchmarks.mcqa_demo.submission import validate_submission
 
-    return validate_submission(source, gt, max_bytes, name)
+    return validate_submission(one_source(source), gt, max_bytes, name)
 
 
 def _scorers() -> Mapping[str, TaskScorer[Question]]:
@@ -96,6 +97,9 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
 
     return write_synthetic(out_dir, samples, seed)
 
+
+# The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
+TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(load=_load, match=_match)
 
 BENCHMARK: Benchmark[Question] = Benchmark(
     slug="mcqa-demo",
@@ -111,7 +115,7 @@ BENCHMARK: Benchmark[Question] = Benchmark(
             "side by side; exact letter comparison.",
         ),
     ),
-    testset=TestSetFunctions(load=_load, match=_match),
+    testset=TESTSET,
     scorers=_scorers,
     labels="public",
     demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from medvidbench.benchmarks.mcqa_demo.extraction import (
+from medvidbench.benchmarks.mcqa_demo.testset import TASK, Question
+from medvidbench.core.answers.choices import (
     FLEXIBLE_EXTRACT,
     STRICT_MATCH,
     flexible_extract,
     strict_match,
 )
-from medvidbench.benchmarks.mcqa_demo.testset import TASK, Question
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.scoring import (
     SampleResult,

@@ -18,11 +18,12 @@ from medvidbench.core.benchmark import (
     Presentation,
     Profile,
     Rule,
+    Source,
     Task,
     TestSetFunctions,
     Uncertainty,
 )
-from medvidbench.core.formats import DEFAULT_MAX_BYTES
+from medvidbench.core.formats import DEFAULT_MAX_BYTES, one_source
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -216,11 +217,11 @@ def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Ite
 
 
 def _match(
-    source: str | Path | bytes, gt: ItemSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
+    source: Source, gt: ItemSet, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
 ) -> MatchedSubmission:
     from medvidbench.benchmarks.medsg.submission import validate_submission
 
-    return validate_submission(source, gt, max_bytes, name)
+    return validate_submission(one_source(source), gt, max_bytes, name)
 
 
 def _scorers() -> Mapping[str, TaskScorer[Item]]:
@@ -253,11 +254,14 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
     return write_synthetic(out_dir, samples, seed)
 
 
-def _rewards() -> RewardSpec:
+def _rewards() -> RewardSpec[Item]:
     from medvidbench.benchmarks.medsg.rewards import spec
 
     return spec()
 
+
+# The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
+TESTSET: TestSetFunctions[ItemSet] = TestSetFunctions(load=_load, match=_match)
 
 BENCHMARK: Benchmark[Item] = Benchmark(
     slug="medsg",
@@ -268,7 +272,7 @@ BENCHMARK: Benchmark[Item] = Benchmark(
     metrics=_metrics(),
     profiles=(OFFICIAL, CORRECTED),
     rules=(RULES,),
-    testset=TestSetFunctions(load=_load, match=_match),
+    testset=TESTSET,
     scorers=_scorers,
     derived_metrics=_overall,
     check_options=_check_options,

@@ -79,7 +79,7 @@ def _iou_of(task: str) -> Any:
 
 
 @cache
-def spec() -> RewardSpec:
+def spec() -> RewardSpec[Item]:
     return RewardSpec(
         profile="corrected",
         tasks={

@@ -134,11 +134,16 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
     return write_synthetic(out_dir, samples, seed)
 
 
-def _rewards() -> RewardSpec:
+def _rewards() -> RewardSpec[Sample]:
     from medvidbench.benchmarks.medvidbench.rewards import spec
 
     return spec()
 
+
+# The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
+TESTSET: TestSetFunctions[GroundTruth] = TestSetFunctions(
+    load=_load, match=_match, questions=_questions
+)
 
 BENCHMARK: Benchmark[Sample] = Benchmark(
     slug="medvidbench",
@@ -151,7 +156,7 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),
     rules=RULES,
-    testset=TestSetFunctions(load=_load, match=_match, questions=_questions),
+    testset=TESTSET,
     scorers=_scorers,
     embedder=_embedder,
     labels="hidden",

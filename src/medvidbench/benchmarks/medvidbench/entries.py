@@ -28,7 +28,6 @@ from medvidbench.core.errors import Problem, ProblemList, UsageError
 from medvidbench.core.formats import check_fields, decode, read_bytes, record_label
 from medvidbench.core.submission import ValidationReport, answer_too_long
 
-_SUB_FILE = list[SubmissionRecord] | dict[str, SubmissionRecord]
 _SHARD_NAME = re.compile(r"_gpu\d+\.jsonl?$")
 
 Source = str | Path | bytes
@@ -108,7 +107,9 @@ def _read(
     """One file's records as entries (problems go to ``report``); None when the submission
     cannot be matched at all."""
     hint = "jsonl" if label.endswith(".jsonl") else "auto"
-    decoded = decode(source, _SUB_FILE, hint, what="submission", single_record_field="qa_type")
+    decoded = decode(
+        source, SubmissionRecord, hint, what="submission", single_record_field="qa_type"
+    )
     prefix = f"{label}: " if several else ""
     for p in decoded.problems.items:
         report.errors.add(Problem(p.code, prefix + p.message, p.record, p.sample_id))

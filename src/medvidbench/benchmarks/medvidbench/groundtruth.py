@@ -29,7 +29,6 @@ from medvidbench.core.formats import (
     record_label,
 )
 
-_GT_FILE = list[GTRecord] | dict[str, GTRecord]
 _META_FIELDS = ("video_id", "fps", "input_video_start_frame", "input_video_end_frame")
 
 
@@ -151,7 +150,7 @@ def _load(source: str | Path | bytes, max_bytes: int, answers: bool) -> GroundTr
     data = source if isinstance(source, bytes) else read_bytes(source, max_bytes)
     hint = "jsonl" if name.endswith(".jsonl") else "auto"
     with gc_paused():
-        decoded = decode(data, _GT_FILE, hint, what="ground truth", single_record_field="qa_type")
+        decoded = decode(data, GTRecord, hint, what="ground truth", single_record_field="qa_type")
         del data  # each struc_info is copied out below, so the file's buffer can be freed
         problems = decoded.problems
         records: list[Any] = decoded.records

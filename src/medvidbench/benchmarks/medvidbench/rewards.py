@@ -379,7 +379,7 @@ TASK_REWARDS: dict[str, TaskReward] = {
 
 
 @cache
-def spec() -> RewardSpec:
+def spec() -> RewardSpec[Sample]:
     return RewardSpec(
         profile="strict-v2",
         tasks=TASK_REWARDS,

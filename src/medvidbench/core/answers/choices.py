@@ -1,10 +1,13 @@
-"""The two named answer extractions of a multiple-choice answer, reported side by side.
+"""Named extractions of a multiple-choice answer's option letter, for any benchmark.
 
 ``strict-match`` reads an answer only when it is nothing but an option letter (``B``, ``(B)``,
 ``B.``, ``Answer: B``); ``flexible-extract`` also finds the letter inside prose (the last
 "answer is (C)", else the last parenthesised or bracketed letter), else the one option whose
-text the answer quotes. A model that knows the answer but not the format scores on the second
-and not the first, which is what reporting both shows.
+text the answer quotes (the names lm-evaluation-harness gives its two answer filters). A model
+that knows the answer but not the format scores on the second and not the first, which is what
+reporting both shows. :data:`EXTRACTIONS` holds every named extraction with one signature,
+``(text, options) -> letter or None``, so a benchmark picks them by name (a profile's variant,
+or metrics side by side) and a new benchmark reuses them instead of copying.
 
 Every pattern here is a plain alternation with no nested repetition, so its cost is linear in
 the answer's length (answers are capped at ``MAX_ANSWER_CHARS`` when matched).
@@ -13,11 +16,10 @@ the answer's length (answers are capped at ``MAX_ANSWER_CHARS`` when matched).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 STRICT_MATCH = "strict-match"
 FLEXIBLE_EXTRACT = "flexible-extract"
-EXTRACTIONS = (STRICT_MATCH, FLEXIBLE_EXTRACT)
 
 _STRICT = re.compile(r"\s*(?:[Aa]nswer\s*:\s*)?\(?([A-Z])\)?\.?\s*")
 # "answer is C", "Answer: (c)": a bare letter must be a capital ("the answer is a nerve")
@@ -69,3 +71,31 @@ def flexible_extract(text: str, options: Mapping[str, str]) -> str | None:
     lowered = text.casefold()
     quoted = [k for k, v in options.items() if v.casefold() in lowered]
     return quoted[0] if len(quoted) == 1 else None
+
+
+def _strict(text: str, options: Mapping[str, str]) -> str | None:
+    return strict_match(text, "".join(options))
+
+
+Extraction = Callable[[str, Mapping[str, str]], str | None]
+"""``(answer, options by letter) -> the option letter read, or None``."""
+
+EXTRACTIONS: dict[str, Extraction] = {
+    STRICT_MATCH: _strict,
+    FLEXIBLE_EXTRACT: flexible_extract,
+}
+
+
+def extract(name: str, text: str, options: Mapping[str, str]) -> str | None:
+    """The option letter the named extraction reads in ``text``.
+
+    Raises:
+        KeyError: for an extraction not in :data:`EXTRACTIONS` (naming those there are).
+
+    Examples:
+        >>> extract("flexible-extract", "The answer is (A).", {"A": "Liver", "B": "Spleen"})
+        'A'
+    """
+    if name not in EXTRACTIONS:
+        raise KeyError(f"no extraction {name!r}; there are: {', '.join(EXTRACTIONS)}")
+    return EXTRACTIONS[name](text, options)
