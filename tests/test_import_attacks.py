@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from medvidbench.benchmarks.medvidbench import importers
 from medvidbench.benchmarks.medvidbench.importers import IMPORTERS
-from medvidbench.core import formats
+from medvidbench.core import formats, tables
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
 from tests.toolkit_outputs import vlmevalkit_xlsx
 
@@ -87,7 +86,7 @@ def test_many_small_rows_are_refused_against_the_test_file(small: bytes) -> None
 def test_a_workbook_that_unpacks_too_far_is_refused(
     small: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(importers, "XLSX_UNPACKED", 64 << 10)
+    monkeypatch.setattr(tables, "XLSX_UNPACKED", 64 << 10)
     padding = b"<!--" + b" " * (1 << 20) + b"-->"
     hostile = _rewrite(small, _sheet(small).replace(b"<sheetData>", padding + b"<sheetData>"))
     with pytest.raises(InvalidSubmissionError, match="unpacks to more than"):

@@ -207,6 +207,9 @@ class Task:
             limit, 32,768). A longer answer is scored on its first ``answer_chars`` characters,
             with a warning: an answer of thousands of characters where the format is a short
             phrase is a generation that ran away, and reading all of it only costs time.
+        family: The capability the task measures, in words shared across benchmarks (one of
+            :data:`FAMILIES`, or a new one): the consensus board pools tasks of one family
+            across benchmarks ("" : none).
     """
 
     name: str
@@ -214,6 +217,18 @@ class Task:
     title: str
     test_count: int | None = None
     answer_chars: int | None = None
+    family: str = ""
+
+
+# The task families several benchmarks share (the consensus board's capability pools).
+FAMILIES = {
+    "temporal-localisation": "finding when something happens in a video",
+    "spatial-grounding": "finding where something is in an image or a video",
+    "captioning": "describing what happens, in free text",
+    "multiple-choice": "choosing the right option",
+    "classification": "naming the class of what is seen, or what comes next",
+    "assessment": "rating a performance on a published scale",
+}
 
 
 class TestItem(Protocol):

@@ -106,7 +106,7 @@ BENCHMARK: Benchmark[Question] = Benchmark(
     title="MCQA-Demo",
     version="0.1",
     scorer_version="0.1.0",
-    tasks=(Task("mcqa", "MCQA", "Multiple-choice question answering"),),
+    tasks=(Task("mcqa", "MCQA", "Multiple-choice question answering", family="multiple-choice"),),
     metrics=METRICS,
     profiles=(
         Profile(

@@ -50,14 +50,24 @@ ARCHETYPES = (
 
 # The tasks, their short labels and titles (the test set's `task` strings are the keys).
 TASKS = (
-    Task("Registered_Diff", "RegDiff", "Registered image difference grounding"),
-    Task("Non_Registered_Diff", "NonRegDiff", "Non-registered image difference grounding"),
-    Task("multi_view", "MultiView", "Multi-view grounding"),
-    Task("object_tracking", "Tracking", "Object tracking"),
-    Task("concept", "Concept", "Visual concept grounding"),
-    Task("patch", "Patch", "Visual patch grounding"),
-    Task("crossmodal", "CrossModal", "Cross-modal grounding"),
-    Task("referring", "Referring", "Referring grounding", 1482),
+    Task(
+        "Registered_Diff",
+        "RegDiff",
+        "Registered image difference grounding",
+        family="spatial-grounding",
+    ),
+    Task(
+        "Non_Registered_Diff",
+        "NonRegDiff",
+        "Non-registered image difference grounding",
+        family="spatial-grounding",
+    ),
+    Task("multi_view", "MultiView", "Multi-view grounding", family="spatial-grounding"),
+    Task("object_tracking", "Tracking", "Object tracking", family="spatial-grounding"),
+    Task("concept", "Concept", "Visual concept grounding", family="spatial-grounding"),
+    Task("patch", "Patch", "Visual patch grounding", family="spatial-grounding"),
+    Task("crossmodal", "CrossModal", "Cross-modal grounding", family="spatial-grounding"),
+    Task("referring", "Referring", "Referring grounding", 1482, family="spatial-grounding"),
 )
 
 

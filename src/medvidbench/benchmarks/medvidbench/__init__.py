@@ -151,7 +151,8 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     version="1.0",
     scorer_version=SCORER_VERSION,
     tasks=tuple(
-        Task(t.name, t.label, t.title, t.test_count, t.answer_chars) for t in TASKS.values()
+        Task(t.name, t.label, t.title, t.test_count, t.answer_chars, t.family)
+        for t in TASKS.values()
     ),
     metrics=METRICS,
     profiles=(LEADERBOARD_V1, STRICT_V2),

@@ -17,17 +17,15 @@ index, refusing the file, with every problem located, when it does not.
 
 from __future__ import annotations
 
-import csv
-import io
-import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from medvidbench.benchmarks.medvidbench.records import sample_id, strip_video_tag
-from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList, UsageError
+from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList
+from medvidbench.core.tables import MAX_ROWS, read_table
 
 # What the task that ``medvidbench export-task lmms-eval`` writes returns from process_results;
 # lmms-eval copies it into every logged sample, so an import of that task's samples is exact.
@@ -271,7 +269,7 @@ class VlmEvalKitImporter:
         filename: str,
         questions: Sequence[Mapping[str, Any]] | None,
     ) -> list[dict[str, Any]]:
-        rows = _table(source, filename, _row_limit(questions))
+        rows = read_table(source, filename, _row_limit(questions), ("index", "prediction"))
         found = _Collector(filename, questions)
         for n, row in enumerate(rows):
             where = f"row {n + 2}"  # the spreadsheet's own numbering: the header is row 1
@@ -318,135 +316,10 @@ def _cell_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-# What a prediction table may hold: rows (a VLMEvalKit table has one per question; without the
-# test file to count them, the training-scale set's 531,850 with room), columns, and the bytes
-# a workbook unpacks to (a 6,245-question MedVidBench workbook unpacks to a few MB).
-MAX_ROWS, MAX_COLUMNS = 1_000_000, 256
-XLSX_UNPACKED = 256 << 20
-
-
+# A prediction table has one row per question: twice the test file's questions plus a margin;
+# without the test file, core.tables' limit (the training-scale set's 531,850 with room).
 def _row_limit(questions: Sequence[Any] | None) -> int:
     return MAX_ROWS if questions is None else 2 * len(questions) + 1_000
-
-
-def _table(source: bytes, filename: str, max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
-    """The rows of a VLMEvalKit prediction file as header -> value mappings.
-
-    Raises:
-        InvalidSubmissionError: unreadable, or more than ``max_rows`` rows (empty ones
-            counted) or :data:`MAX_COLUMNS` header columns; a workbook that unpacks to more
-            than :data:`XLSX_UNPACKED` bytes.
-    """
-    suffix = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    if suffix == "xlsx" or source[:4] == b"PK\x03\x04":
-        return _xlsx_rows(source, filename, max_rows)
-    if suffix == "json" or source.lstrip()[:1] == b"[":
-        try:
-            data = msgspec.json.decode(source)
-        except msgspec.DecodeError as exc:
-            raise _invalid(filename, f"not JSON: {exc}") from None
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise _invalid(filename, "expected a JSON list of row objects")
-        if len(data) > max_rows:
-            raise _invalid(filename, f"more than {max_rows:,} rows: one row per question")
-        return data
-    try:
-        text = source.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _invalid(filename, f"not valid UTF-8 text: {exc}") from None
-    try:
-        return _rows(csv.reader(io.StringIO(text, newline=""), delimiter="\t"), filename, max_rows)
-    except csv.Error as exc:
-        raise _invalid(filename, f"not a readable TSV file: {exc}") from None
-
-
-def _header(first: Sequence[Any], filename: str) -> list[str]:
-    """The header row's names, up to its last named column."""
-    names = [str(h) if h is not None else "" for h in first[: MAX_COLUMNS + 1]]
-    while names and not names[-1]:
-        names.pop()
-    if len(names) > MAX_COLUMNS:
-        raise _invalid(filename, f"more than {MAX_COLUMNS} columns: not a prediction table")
-    if "index" not in names or "prediction" not in names:
-        raise _invalid(
-            filename,
-            f"expected the columns 'index' and 'prediction', found {', '.join(names) or 'none'}",
-        )
-    return names
-
-
-def _rows(
-    table: Iterable[Sequence[Any]], filename: str, max_rows: int, header: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """Header -> value mappings of the table's non-empty rows, read as they come: no more
-    than ``max_rows`` rows (empty ones counted) and only the header's columns are kept."""
-    rows = iter(table)
-    header = header or _header(next(rows, []), filename)
-    width = len(header)
-    out = []
-    for n, row in enumerate(rows, start=1):
-        if n > max_rows:
-            raise _invalid(
-                filename,
-                f"more than {max_rows:,} rows: a prediction table has one row per question",
-            )
-        cells = row[:width]
-        if any(c not in (None, "") for c in cells):
-            out.append(dict(zip(header, cells, strict=False)))
-    return out
-
-
-def _check_unpacked(source: bytes, filename: str) -> None:
-    """Refuse a workbook whose parts unpack to more than :data:`XLSX_UNPACKED` bytes, counted
-    as they are inflated (a zip's own sizes can lie)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(source)) as archive:
-            members = archive.infolist()
-            if len(members) > 10_000:
-                raise _invalid(filename, f"{len(members):,} parts: not a prediction workbook")
-            total = 0
-            for member in members:
-                with archive.open(member) as part:
-                    while chunk := part.read(1 << 20):
-                        total += len(chunk)
-                        if total > XLSX_UNPACKED:
-                            raise _invalid(
-                                filename,
-                                f"the workbook unpacks to more than {XLSX_UNPACKED >> 20} MB "
-                                "(a prediction table unpacks to a few MB)",
-                            )
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as exc:
-        raise _invalid(filename, f"not a readable .xlsx workbook: {exc}") from None
-
-
-def _xlsx_rows(source: bytes, filename: str, max_rows: int) -> list[dict[str, Any]]:
-    """The first sheet's rows. The sheet's declared size is not believed (a 5 KB workbook can
-    declare A1:XFD1048576, which openpyxl would pad every row to); rows are read as they come,
-    only to the header's width, and no more than ``max_rows``."""
-    try:
-        from openpyxl import load_workbook
-    except ImportError:
-        raise UsageError(
-            "reading .xlsx files needs openpyxl: pip install 'medvidbench[xlsx]' "
-            "(or export the predictions as TSV: PRED_FORMAT=tsv in VLMEvalKit)"
-        ) from None
-    _check_unpacked(source, filename)
-    try:
-        book = load_workbook(io.BytesIO(source), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many kinds for a damaged workbook
-        raise _invalid(filename, f"not a readable .xlsx workbook: {exc}") from None
-    try:
-        sheet = book.worksheets[0]
-        sheet.reset_dimensions()
-        header = _header(next(sheet.iter_rows(max_row=1, values_only=True), ()), filename)
-        rows = sheet.iter_rows(min_row=2, max_col=len(header), values_only=True)
-        return _rows(rows, filename, max_rows, header)
-    except InvalidSubmissionError:
-        raise
-    except Exception as exc:  # a damaged sheet, found while reading it
-        raise _invalid(filename, f"not a readable .xlsx workbook: {exc}") from None
-    finally:
-        book.close()
 
 
 def _invalid(filename: str, message: str) -> InvalidSubmissionError:

@@ -23,6 +23,7 @@ class TaskInfo:
         title: Human-readable title.
         variants: The qa_type strings of the published test set for this task.
         test_count: Number of samples of this task in the published 6,245-sample test set.
+        family: Its capability family across benchmarks (core.benchmark.FAMILIES).
         answer_chars: The longest answer its format ever needs (None: the global limit).
             The published answers are 10-250 characters (TAL, NAP, SA, CVS), a few hundred
             (STG's boxes, DVC's events); the caps leave room for a verbose model, a long clip
@@ -35,14 +36,33 @@ class TaskInfo:
     variants: tuple[str, ...]
     test_count: int
     answer_chars: int | None = None
+    family: str = ""
 
 
 TASKS: dict[str, TaskInfo] = {
     t.name: t
     for t in (
-        TaskInfo("tal", "TAG", "Temporal action localisation", ("tal",), 1637, 1_000),
-        TaskInfo("stg", "STG", "Spatiotemporal grounding", ("stg",), 780, 4_000),
-        TaskInfo("next_action", "NAP", "Next action prediction", ("next_action",), 670, 1_000),
+        TaskInfo(
+            "tal",
+            "TAG",
+            "Temporal action localisation",
+            ("tal",),
+            1637,
+            1_000,
+            "temporal-localisation",
+        ),
+        TaskInfo(
+            "stg", "STG", "Spatiotemporal grounding", ("stg",), 780, 4_000, "spatial-grounding"
+        ),
+        TaskInfo(
+            "next_action",
+            "NAP",
+            "Next action prediction",
+            ("next_action",),
+            670,
+            1_000,
+            "classification",
+        ),
         TaskInfo(
             "dense_captioning",
             "DVC",
@@ -50,6 +70,7 @@ TASKS: dict[str, TaskInfo] = {
             ("dense_captioning_gpt", "dense_captioning_gemini"),
             751 + 728,
             4_000,
+            "captioning",
         ),
         TaskInfo(
             "video_summary",
@@ -57,6 +78,7 @@ TASKS: dict[str, TaskInfo] = {
             "Video summary",
             ("video_summary_gpt", "video_summary_gemini"),
             263 + 302,
+            family="captioning",
         ),
         TaskInfo(
             "region_caption",
@@ -64,10 +86,25 @@ TASKS: dict[str, TaskInfo] = {
             "Region caption",
             ("region_caption_gpt", "region_caption_gemini"),
             138 + 168,
+            family="captioning",
         ),
-        TaskInfo("skill_assessment", "SA", "Skill assessment", ("skill_assessment",), 160, 1_000),
         TaskInfo(
-            "cvs_assessment", "CVS", "Critical view of safety", ("cvs_assessment",), 648, 1_000
+            "skill_assessment",
+            "SA",
+            "Skill assessment",
+            ("skill_assessment",),
+            160,
+            1_000,
+            "assessment",
+        ),
+        TaskInfo(
+            "cvs_assessment",
+            "CVS",
+            "Critical view of safety",
+            ("cvs_assessment",),
+            648,
+            1_000,
+            "assessment",
         ),
     )
 }
