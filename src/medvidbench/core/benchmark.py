@@ -413,6 +413,10 @@ class Benchmark(Generic[ItemT]):
             submission's declared options can be scored under a profile.
         derived_metrics: ``(task metrics) -> more metrics``: metrics of no single task (an
             overall average), computed from the tasks' metrics after scoring.
+        breakdowns: Named groupings of the test items beside ``dataset`` (MedFrameQA's organ
+            system, organ and modality; GMAI-MMBench's department): ``{name: (item) -> group}``.
+            Every report gives each metric per group of each (``Report.per_group``), from the
+            same per-sample sums as the headline.
 
     Capabilities (optional):
         presentation: :class:`Presentation`: About text, identity rule, submission format and
@@ -438,6 +442,7 @@ class Benchmark(Generic[ItemT]):
     embedder: Callable[[], Embedder] | None = None
     check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
     derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
+    breakdowns: Mapping[str, Callable[[ItemT], str]] = field(default_factory=dict)
     presentation: Presentation = field(default_factory=Presentation)
     uncertainty: Uncertainty[ItemT] = field(default_factory=Uncertainty)
     judging: JudgedScoring | None = None

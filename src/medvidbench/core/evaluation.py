@@ -28,7 +28,7 @@ from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
 from medvidbench.core.judge.parse import JudgeAnswerError
-from medvidbench.core.report import Report, metrics_of, per_dataset_of
+from medvidbench.core.report import Report, metrics_of, per_dataset_of, per_group_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
 
@@ -414,6 +414,9 @@ def assemble(
         similarity=similar,
         benchmark=benchmark.slug,
         statistics=statistics,
+        per_group=per_group_of(
+            benchmark, planned.gt.samples, list(zip(scored_by, results, strict=True)), planned.rules
+        ),
     )
 
 

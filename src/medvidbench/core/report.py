@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,8 @@ class Report:
         statistics: Bootstrap intervals per metric with their seed, replicate count and cluster
             rule, and the replicates themselves (base64 float32, for paired comparisons), or
             None when not asked for (:mod:`medvidbench.core.statistics`).
+        per_group: Per breakdown the benchmark declares (``Benchmark.breakdowns``), per group,
+            each metric computed on that group's items and their count (``items``).
     """
 
     metrics: dict[str, float | None]
@@ -48,6 +51,7 @@ class Report:
     similarity: dict[str, Any] | None = None
     benchmark: str = ""
     statistics: dict[str, Any] | None = None
+    per_group: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,3 +82,26 @@ def per_dataset_of(results: list[TaskResult]) -> dict[str, dict[str, Any]]:
             entry["tasks"].setdefault(result.task, {}).update(values)
             entry.update({k: values.get(k) for k in result.metrics})
     return dict(sorted(out.items()))
+
+
+def per_group_of(
+    benchmark: Benchmark,
+    samples: Sequence[Any],
+    scored: Sequence[tuple[Any, TaskResult]],
+    profile: Any,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each breakdown's groups, each metric computed by its scorer on the group's samples (the
+    same per-sample sums as the headline), with the group's item count."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, group_of in benchmark.breakdowns.items():
+        groups: dict[str, dict[str, Any]] = {}
+        for scorer, result in scored:
+            members: dict[str, list[Any]] = {}
+            for r in result.samples:
+                members.setdefault(group_of(samples[r.index]), []).append(r)
+            for group, rs in members.items():
+                entry = groups.setdefault(group, {"items": 0})
+                entry.update(scorer.compute(rs, profile))
+                entry["items"] += len(rs)
+        out[name] = dict(sorted(groups.items()))
+    return out
