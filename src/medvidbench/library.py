@@ -41,8 +41,8 @@ def evaluate(
         benchmark: The benchmark, its slug, or None (the default benchmark).
         **options: Those of :func:`medvidbench.core.evaluation.evaluate` (``tasks``, ``ctx``,
             ``progress``, ``judge``, ``judge_progress``, ``similarity``, ``options``,
-            ``bootstrap``, ``seed``, ``on_result``), which runs its stages (plan, score,
-            judge, assemble) in turn.
+            ``bootstrap``, ``seed``, ``on_result``, ``per_item``), which runs its stages (plan,
+            score, judge, assemble) in turn.
 
     Raises:
         InvalidSubmissionError: when the predictions are invalid, listing every problem.
@@ -55,9 +55,21 @@ def evaluate(
     if not isinstance(predictions, str | Path | bytes | MatchedSubmission):
         raise UsageError(
             "expected predictions as a file path, bytes, a list of records or a matched "
-            f"submission, got {type(predictions).__name__}"
+            f"submission, got {type(predictions).__name__}{_hint(predictions)}"
+        )
+    if not isinstance(ground_truth, str | Path | bytes) and not hasattr(ground_truth, "samples"):
+        raise UsageError(
+            "expected the ground truth as a file path, bytes, a list of records or a loaded "
+            f"test set, got {type(ground_truth).__name__}{_hint(ground_truth)}"
         )
     return run(_resolve(benchmark), predictions, ground_truth, profile, **options)
+
+
+def _hint(value: Any) -> str:
+    """How to hand a table over (a pandas DataFrame: its records)."""
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):
+        return ' (a table: pass its records, df.to_dict("records"))'
+    return ""
 
 
 def _records(value: Any) -> Any:

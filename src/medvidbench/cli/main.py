@@ -19,6 +19,7 @@ COMMANDS = {
     "synth": "medvidbench.cli.offline:synth",
     "validate": "medvidbench.cli.offline:validate",
     "evaluate": "medvidbench.cli.offline:evaluate",
+    "rank": "medvidbench.cli.rank:rank",
     "import": "medvidbench.cli.bridges:import_",
     "export-task": "medvidbench.cli.bridges:export_task",
     "worker": "medvidbench.cli.server:worker",

@@ -182,6 +182,17 @@ def evaluate(
         int, Option(min=100, max=100_000, help="Bootstrap replicates for --ci.")
     ] = 1000,
     seed: Annotated[int, Option(help="Bootstrap seed for --ci.")] = 0,
+    per_item: Annotated[
+        bool,
+        Option(
+            "--per-item",
+            help="Keep every item's value of every metric in the report (per_item; with the "
+            "--ci bootstrap, which it turns on): what 'medvidbench rank' pools.",
+        ),
+    ] = False,
+    model_name: Annotated[
+        str, Option("--model-name", help="The model's name, written in the report.")
+    ] = "",
     strict: Strict = False,
     benchmark: BenchmarkSlug = None,
 ) -> None:
@@ -229,9 +240,11 @@ def evaluate(
             judge_progress=judged,
             similarity=similarity,
             options=parse_options(option or []),
-            bootstrap=replicates if ci else None,
+            bootstrap=replicates if ci or per_item else None,
             seed=seed,
+            per_item=per_item,
         )
+    report.model = model_name
     _write_report(report, bench, out, as_json)
 
 

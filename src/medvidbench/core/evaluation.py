@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
+from medvidbench.core.evidence import gather
 from medvidbench.core.judge.parse import JudgeAnswerError
 from medvidbench.core.report import Report, metrics_of, per_dataset_of, per_group_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
@@ -69,11 +70,14 @@ class Options:
             every caption answer and reference).
         bootstrap: Replicates of a cluster bootstrap for 95 % intervals (None: no intervals).
         seed: The bootstrap's seed.
+        per_item: Also keep the per-item evidence (:mod:`medvidbench.core.evidence`) on the
+            report (``Report.evidence``).
     """
 
     similarity: bool = False
     bootstrap: int | None = None
     seed: int = 0
+    per_item: bool = False
 
 
 @dataclass(slots=True)
@@ -143,6 +147,7 @@ def evaluate(
     bootstrap: int | None = None,
     seed: int = 0,
     on_result: Callable[[TaskResult], None] | None = None,
+    per_item: bool = False,
 ) -> Report:
     """Score a submission on every task of ``benchmark`` it answers: :func:`plan`, then
     :func:`score` while :func:`start_judging` runs, then :func:`assemble`.
@@ -165,6 +170,7 @@ def evaluate(
             ``seed`` seeds it. Judged metrics use the judgements already made.
         on_result: Called with each rule-based task's result, its per-sample outcomes
             included (the server keeps them for its item browser).
+        per_item: Also keep the per-item evidence on the report (``Report.evidence``).
 
     Raises:
         InvalidSubmissionError: when the prediction file is invalid.
@@ -179,7 +185,7 @@ def evaluate(
     judged = None
     if judge is not None and judging is not None:
         judged = finish_judging(judging, judge, began)
-    return assemble(planned, scored, judged, Options(similarity, bootstrap, seed))
+    return assemble(planned, scored, judged, Options(similarity, bootstrap, seed, per_item))
 
 
 def plan(
@@ -400,6 +406,12 @@ def assemble(
         statistics = _statistics(planned, results, scored_by, metrics, options, prior, rule_based)
         timings["bootstrap"] = time.perf_counter() - started
     matched, benchmark = planned.matched, planned.benchmark
+    evidence = None
+    if options.per_item:
+        judge_id = (judged.provenance or {}).get("config_id", "") if judged is not None else ""
+        evidence = gather(
+            benchmark, planned.gt.samples, results, planned.rules.name, planned.gt.sha256, judge_id
+        )
     return Report(
         metrics=metrics,
         per_dataset=per_dataset_of(results),
@@ -417,6 +429,7 @@ def assemble(
         per_group=per_group_of(
             benchmark, planned.gt.samples, list(zip(scored_by, results, strict=True)), planned.rules
         ),
+        evidence=evidence,
     )
 
 

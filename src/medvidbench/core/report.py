@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.evidence import Evidence
 from medvidbench.core.scoring import TaskResult
 from medvidbench.version import __version__
 
@@ -34,6 +35,9 @@ class Report:
             None when not asked for (:mod:`medvidbench.core.statistics`).
         per_group: Per breakdown the benchmark declares (``Benchmark.breakdowns``), per group,
             each metric computed on that group's items and their count (``items``).
+        model: The model's name, when the caller gave one (``evaluate --model-name``).
+        evidence: The per-item evidence, when asked for (:mod:`medvidbench.core.evidence`);
+            :meth:`to_dict` writes it as ``per_item``.
     """
 
     metrics: dict[str, float | None]
@@ -52,9 +56,20 @@ class Report:
     benchmark: str = ""
     statistics: dict[str, Any] | None = None
     per_group: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    model: str = ""
+    evidence: Evidence | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The report as JSON-serialisable data (``per_item``: the evidence, when kept)."""
+        evidence, self.evidence = self.evidence, None
+        try:
+            out = asdict(self)
+        finally:
+            self.evidence = evidence
+        del out["evidence"]
+        if evidence is not None:
+            out["per_item"] = evidence.to_dict()
+        return out
 
 
 def metrics_of(benchmark: Benchmark, results: list[TaskResult]) -> dict[str, float | None]:
