@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -63,9 +64,9 @@ def test_the_default_is_the_only_benchmark_or_the_configured_one(
 
 
 def test_an_unknown_slug_names_the_installed_benchmarks(installed: Path) -> None:
-    with pytest.raises(
-        UsageError, match="installed benchmarks: mcqa-demo, medsg, medvidbench, tallybench"
-    ):
+    named = ", ".join(benchmarks.slugs())
+    assert "tallybench" in named
+    with pytest.raises(UsageError, match=f"installed benchmarks: {re.escape(named)}$"):
         benchmarks.get("spinebench")
 
 

@@ -54,14 +54,22 @@ def _source(path: Path) -> tuple[bytes, str]:
 
 
 def _questions(path: Path | None) -> list[dict[str, Any]] | None:
-    """The test file's records as plain objects (a JSON list, a dict keyed "0".., or JSONL)."""
+    """The test file's records as plain objects: a JSON list, a dict keyed "0".., JSONL, or
+    a toolkit's question table (VLMEvalKit's dataset ``.tsv`` or ``.xlsx``)."""
     if path is None:
         return None
     import msgspec
 
+    from medvidbench.core.errors import InvalidSubmissionError
     from medvidbench.core.formats import read_bytes
+    from medvidbench.core.tables import read_table
 
     data = read_bytes(path)
+    if path.suffix.lower() in (".tsv", ".xlsx"):
+        try:
+            return read_table(data, path.name)
+        except InvalidSubmissionError as exc:
+            raise _bad_questions(path, "; ".join(p.message for p in exc.problems.items)) from None
     try:
         decoded: Any = msgspec.json.decode(data)
     except msgspec.DecodeError:

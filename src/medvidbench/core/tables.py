@@ -45,10 +45,7 @@ def read_table(
     if suffix == "xlsx" or source[:4] == b"PK\x03\x04":
         return _xlsx_rows(source, filename, max_rows, required)
     if suffix == "json" or source.lstrip()[:1] == b"[":
-        try:
-            data = msgspec.json.decode(source)
-        except msgspec.DecodeError as exc:
-            raise _invalid(filename, f"not JSON: {exc}") from None
+        data = _json_rows(source, filename)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise _invalid(filename, "expected a JSON list of row objects")
         if len(data) > max_rows:
@@ -63,6 +60,22 @@ def read_table(
         return _rows(table, filename, max_rows, _header_of(table, filename, required))
     except csv.Error as exc:
         raise _invalid(filename, f"not a readable TSV file: {exc}") from None
+
+
+def _json_rows(source: bytes, filename: str) -> Any:
+    """A JSON table; Python's json module writes a missing cell of a DataFrame as a bare
+    ``NaN``, which strict JSON refuses, so such a file is read again with those constants as
+    null."""
+    try:
+        return msgspec.json.decode(source)
+    except msgspec.DecodeError as exc:
+        strict = exc
+    import json
+
+    try:
+        return json.loads(source, parse_constant=lambda _: None)
+    except (ValueError, RecursionError):
+        raise _invalid(filename, f"not JSON: {strict}") from None
 
 
 def _header_of(rows: Iterable[Sequence[Any]], filename: str, required: Sequence[str]) -> list[str]:

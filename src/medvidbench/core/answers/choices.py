@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from medvidbench.core.answers.vlmevalkit import VLMEVALKIT, vlmevalkit_letter
+
 STRICT_MATCH = "strict-match"
 FLEXIBLE_EXTRACT = "flexible-extract"
 
@@ -83,6 +85,7 @@ Extraction = Callable[[str, Mapping[str, str]], str | None]
 EXTRACTIONS: dict[str, Extraction] = {
     STRICT_MATCH: _strict,
     FLEXIBLE_EXTRACT: flexible_extract,
+    VLMEVALKIT: vlmevalkit_letter,  # VLMEvalKit's rules, exactly (core/answers/vlmevalkit.py)
 }
 
 
