@@ -22,8 +22,21 @@ SRC = Path(__file__).parent.parent / "src"
 # script -> arguments that make it small (every stage still runs)
 SMOKE: dict[str, list[str]] = {
     "bench_cold.py": ["--rounds", "1", "--samples", "300"],
+    "bench_consensus.py": [
+        "--samples",
+        "200",
+        "--seeds",
+        "1",
+        "--fractions",
+        "0.9",
+        "--trials",
+        "2",
+        "--replicates",
+        "20",
+    ],
     "bench_embed.py": ["--samples", "60", "--repeat", "1"],
     "bench_evaluate.py": ["--repeat", "1", "--samples", "300", "--large", "2000"],
+    "bench_evidence.py": ["--samples", "200", "--repeat", "1"],
     "bench_formats.py": ["--sizes", "300", "--repeat", "1"],
     "bench_hostile.py": ["--samples", "120", "--length", "400", "--budget", "0.01"],
     "bench_intervals.py": ["--sims", "20", "--replicates", "50", "--clusters", "8"],

@@ -48,6 +48,31 @@ def test_the_published_counterexample_mean_and_consensus_disagree() -> None:
     assert found["borda"] == found["kemeny"] == ["C", "B", "A"]
 
 
+def test_the_worked_example_of_the_statistics_page() -> None:
+    """docs/statistics.md, "When they disagree": three benchmarks of one metric each, and the
+    same with benchmark 1's metric read on another scale (times 0.1)."""
+    scores = {"A": [1.0, 0.3, 0.3], "B": [0.5, 0.4, 0.4], "C": [0.1, 0.5, 0.5]}
+    benches = [toy(f"b{i + 1}", 1) for i in range(3)]
+
+    def run(factor: float) -> dict[str, list[tuple[str, float]]]:
+        results = [
+            Result(m, benches[i], {"m0": v[i] * (factor if i == 0 else 1.0)})
+            for m, v in scores.items()
+            for i in range(3)
+        ]
+        return {
+            a.method: [(s.model, round(s.score or 0.0, 3)) for s in a.standings]
+            for a in aggregate(results, ("mean", "borda", "kemeny"), replicates=0)
+        }
+
+    plain, scaled = run(1.0), run(0.1)
+    assert plain["mean"] == [("A", 0.533), ("B", 0.433), ("C", 0.367)]
+    assert plain["borda"] == [("C", 0.667), ("B", 0.5), ("A", 0.333)]
+    assert [m for m, _ in plain["kemeny"]] == ["C", "B", "A"]
+    assert scaled["mean"] == [("C", 0.337), ("B", 0.283), ("A", 0.233)]
+    assert scaled["borda"] == plain["borda"] and scaled["kemeny"] == plain["kemeny"]
+
+
 def _evidence(bench: Benchmark, values: dict[str, np.ndarray]) -> Evidence:
     n = len(next(iter(values.values())))
     ev = Evidence(
@@ -155,6 +180,38 @@ def test_plackett_luce_recovers_known_strengths() -> None:
     found = [s.model for s in pl.standings]
     truth = sorted(skills, key=lambda m: -skills[m])
     assert _kendall(found, truth) >= 0.9
+
+
+def test_an_evaluation_of_a_reissued_test_set_is_matched_by_item_key() -> None:
+    """One model's evidence from a re-issued test set (items reordered, one dropped, one new)
+    counts exactly as the same values on the first set's items would, missing where it lacks
+    an item."""
+    rng = np.random.default_rng(3)
+    bench = toy("one", 1)
+    hits = {m: (rng.random(30) < p).astype(float) for m, p in (("A", 0.8), ("B", 0.5), ("C", 0.3))}
+
+    def run(reissued: bool) -> list[Any]:
+        results = []
+        for model, v in hits.items():
+            ev = _evidence(bench, {"m0": v})
+            if model == "C" and reissued:
+                order = [*rng.permutation(29), 30]  # q29 dropped, q30 new
+                keys = [f"q{i}" for i in order]
+                values = np.array([v[i] if i < 30 else 1.0 for i in order])
+                ev = _evidence(bench, {"m0": values})
+                ev.keys = keys
+            elif model == "C":
+                v = v.copy()
+                v[29] = np.nan
+                ev = _evidence(bench, {"m0": v})
+                ev.metrics["m0"].status[29] = 3
+            results.append(Result(model, bench, {"m0": float(np.nanmean(v))}, None, ev))
+        return aggregate(results, ("plackett-luce",), replicates=20)[0].standings
+
+    matched, expected = run(True), run(False)
+    assert [(s.model, round(s.score or 0, 9)) for s in matched] == [
+        (s.model, round(s.score or 0, 9)) for s in expected
+    ]
 
 
 def _kendall(a: list[str], b: list[str]) -> float:

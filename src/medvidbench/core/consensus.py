@@ -161,7 +161,9 @@ def mean_scores(
         for key, present in metrics.items():
             metric = bench.metrics_by_key[key]
             for model, value in present.items():
-                mine.setdefault(model, []).append(metric.normalised(value) or 0.0)
+                unit = metric.normalised(value)
+                if unit is not None:
+                    mine.setdefault(model, []).append(unit)
         for model, got in mine.items():
             per.setdefault(model, []).append(float(np.mean(got)))
     return {m: float(np.mean(v)) for m, v in per.items()}
@@ -292,7 +294,7 @@ def choices(
         if not pairs:
             continue
         bench = benches[slug]
-        first = pairs[0][1]
+        first = pairs[0][1]  # its items are the benchmark's here; the others are matched to them
         keys = first.keys
         _, codes = np.unique(np.asarray(first.clusters), return_inverse=True)
         groups.append((slug, codes))
@@ -303,13 +305,11 @@ def choices(
             for judge in sorted({e.judge if metric.judged else "" for _, e in pairs}):
                 stack, who = [], []
                 for model, ev in pairs:
-                    if ev.keys != keys or (metric.judged and ev.judge != judge):
+                    if metric.judged and ev.judge != judge:
                         continue
-                    got = ev.metrics.get(metric.key)
-                    if got is None:
+                    row = _values_on(ev, first, metric.key, metric.task)
+                    if row is None:
                         continue
-                    ok = (got.status == SCORED) | (got.status == UNREADABLE)
-                    row = np.where(ok, got.values.astype(float), np.nan)
                     stack.append(row if metric.higher_is_better else -row)
                     who.append(column[model])
                 if len(who) < 2:
@@ -323,6 +323,22 @@ def choices(
         np.asarray(items, dtype=np.int64),
         groups,
     )
+
+
+def _values_on(ev: Evidence, reference: Evidence, key: str, task: str) -> np.ndarray | None:
+    """A metric's usable values (scored or unreadable; NaN otherwise) on the reference's items
+    of ``task``, matched by item key: an evaluation of a re-issued test set lines up with the
+    others wherever the two share items, and is missing elsewhere."""
+    got = ev.metrics.get(key)
+    if got is None:
+        return None
+    ok = (got.status == SCORED) | (got.status == UNREADABLE)
+    mine = np.where(ok, got.values.astype(float), np.nan)
+    if ev.keys == reference.keys:
+        return mine
+    position = {ev.keys[i]: n for n, i in enumerate(ev.positions(task))}
+    wanted = [position.get(reference.keys[i]) for i in reference.positions(task)]
+    return np.array([np.nan if n is None else mine[n] for n in wanted])
 
 
 def _observe(

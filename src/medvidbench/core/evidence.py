@@ -13,9 +13,11 @@ set is re-issued with the same items; the cluster of each item (``cluster_of``) 
 it, so that intervals resample what the benchmark resamples.
 
 The encoded form (:meth:`Evidence.encode`) is compact: float32 values and uint8 statuses per
-metric, zlib-compressed, about 37 KB for a 6,245-question MedVidBench evaluation. For a
-benchmark whose test labels are hidden, evidence never leaves the server: nothing but
-aggregates derived from it (rankings, intervals) is ever shown.
+metric, zlib-compressed, without the items (their keys, tasks and clusters are the test set's:
+:func:`items_of`, given back to :func:`decode`): for a 6,245-question MedVidBench evaluation,
+about 10 KB without a judge and at most about 33 KB with every metric scored on every item
+(``bench/bench_evidence.py``). For a benchmark whose test labels are hidden, evidence never
+leaves the server: nothing but aggregates derived from it (rankings, intervals) is ever shown.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.scoring import TaskResult
+
+if TYPE_CHECKING:  # numpy is imported only where evidence is made or read, so that a plain
+    import numpy as np  # evaluation (a cold command line) never loads it
 
 SCORED, UNREADABLE, EXCLUDED, MISSING = 0, 1, 2, 3
 STATUS_NAMES = {
@@ -73,20 +76,25 @@ class Evidence:
 
     def positions(self, task: str) -> np.ndarray:
         """The test-set positions of a task's items, in test order."""
+        import numpy as np
+
         return np.flatnonzero(np.asarray(self.tasks) == task)
 
     def encode(self) -> bytes:
-        """The evidence as compact bytes (see :func:`decode`)."""
+        """The values and statuses as compact bytes, without the items (the test set's: see
+        :func:`decode`)."""
+        import numpy as np
+
         head = {
             "format": FORMAT,
             "benchmark": self.benchmark,
             "test_set": self.test_set,
             "profile": self.profile,
             "judge": self.judge,
+            "items": len(self.keys),
             "metrics": [[k, m.task, len(m.values)] for k, m in self.metrics.items()],
         }
-        names = json.dumps([self.keys, self.tasks, self.clusters], separators=(",", ":"))
-        parts = [json.dumps(head).encode(), names.encode()]
+        parts = [json.dumps(head).encode()]
         for m in self.metrics.values():
             parts += [m.values.astype("<f4").tobytes(), m.status.astype(np.uint8).tobytes()]
         frame = b"".join(len(p).to_bytes(4, "little") + p for p in parts)
@@ -94,6 +102,8 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON form (the offline report's ``per_item``; a server never shows it)."""
+        import numpy as np
+
         return {
             "format": FORMAT,
             "benchmark": self.benchmark,
@@ -114,12 +124,33 @@ class Evidence:
         }
 
 
-def decode(blob: bytes) -> Evidence:
-    """Evidence from :meth:`Evidence.encode`'s bytes.
+@dataclass(frozen=True, slots=True)
+class Items:
+    """A test set's items as evidence names them: keys, tasks and clusters, in test order."""
+
+    keys: list[str]
+    tasks: list[str]
+    clusters: list[str]
+
+
+def items_of(benchmark: Any, samples: Sequence[Any]) -> Items:
+    """The items of a test set (its samples), clustered as the benchmark clusters them."""
+    cluster_of = benchmark.uncertainty.cluster_of
+    return Items(
+        [str(s.sample_id) for s in samples],
+        [str(s.task) for s in samples],
+        [str(cluster_of(s)) for s in samples],
+    )
+
+
+def decode(blob: bytes, items: Items) -> Evidence:
+    """Evidence from :meth:`Evidence.encode`'s bytes and the test set's items.
 
     Raises:
-        ValueError: not evidence of this format.
+        ValueError: not evidence of this format, or of another test set's size.
     """
+    import numpy as np
+
     frame = zlib.decompress(blob)
     parts, at = [], 0
     while at < len(frame):
@@ -129,13 +160,20 @@ def decode(blob: bytes) -> Evidence:
     head = json.loads(parts[0])
     if head.get("format") != FORMAT:
         raise ValueError(f"unknown evidence format {head.get('format')!r}")
-    keys, tasks, clusters = json.loads(parts[1])
+    if head["items"] != len(items.keys):
+        raise ValueError(f"evidence of {head['items']} items, a test set of {len(items.keys)}")
     out = Evidence(
-        head["benchmark"], head["test_set"], head["profile"], head["judge"], keys, tasks, clusters
+        head["benchmark"],
+        head["test_set"],
+        head["profile"],
+        head["judge"],
+        items.keys,
+        items.tasks,
+        items.clusters,
     )
     for n, (key, task, _) in enumerate(head["metrics"]):
-        values = np.frombuffer(parts[2 + 2 * n], dtype="<f4").astype(np.float32)
-        status = np.frombuffer(parts[3 + 2 * n], dtype=np.uint8).copy()
+        values = np.frombuffer(parts[1 + 2 * n], dtype="<f4").astype(np.float32)
+        status = np.frombuffer(parts[2 + 2 * n], dtype=np.uint8).copy()
         out.metrics[key] = MetricEvidence(task, values, status)
     return out
 
@@ -146,6 +184,8 @@ def from_dict(data: Mapping[str, Any]) -> Evidence:
     Raises:
         ValueError: not evidence of this format, or values and items that do not line up.
     """
+    import numpy as np
+
     if data.get("format") != FORMAT:
         raise ValueError(f"unknown evidence format {data.get('format')!r}")
     out = Evidence(
@@ -177,15 +217,11 @@ def gather(
     """The evidence of an evaluation's task results (rule-based and judged), over every item
     of the test set: a metric of a task that was not scored (left out, not judged) is missing
     on every item of its task."""
-    cluster_of = benchmark.uncertainty.cluster_of
+    import numpy as np
+
+    items = items_of(benchmark, samples)
     out = Evidence(
-        benchmark.slug,
-        test_set,
-        profile,
-        judge,
-        [str(s.sample_id) for s in samples],
-        [str(s.task) for s in samples],
-        [str(cluster_of(s)) for s in samples],
+        benchmark.slug, test_set, profile, judge, items.keys, items.tasks, items.clusters
     )
     where = {t: {int(i): n for n, i in enumerate(out.positions(t))} for t in set(out.tasks)}
     # the result producing each metric (a task may have a rule-based and a judged one); a judged

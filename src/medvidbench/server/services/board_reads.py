@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Connection, String, select, type_coerce
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, String, and_, case, func, select, type_coerce
+from sqlalchemy.orm import Session, aliased
 
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import rounded_values
@@ -95,6 +95,9 @@ class SubmissionRow:
     created_at: Any  # as the database hands it over: see :func:`day`
     hidden: bool
     visibility: str
+    # private runs its team (or, without a team, its account) had scored on this benchmark
+    # before it was submitted: what a reader weighs a published score against (best of N)
+    private_runs: int = 0
 
 
 @dataclass(slots=True)
@@ -162,6 +165,29 @@ def _entry_rows(connection: Connection, board_id: int) -> list[EntryRow]:
     return [EntryRow(*row) for row in connection.execute(query)]
 
 
+def _private_runs() -> Any:
+    """A correlated count, per submission, of the scored private runs of its team (or account,
+    without a team) on its benchmark made before it."""
+    run = aliased(Submission)
+    same_owner = case(
+        (Submission.team_id.is_not(None), run.team_id == Submission.team_id),
+        else_=and_(run.team_id.is_(None), run.user_id == Submission.user_id),
+    )
+    return (
+        select(func.count(run.id))
+        .where(
+            run.benchmark_id == Submission.benchmark_id,
+            run.visibility != "public",
+            run.scored_at.is_not(None),
+            run.created_at < Submission.created_at,
+            run.id != Submission.id,
+            same_owner,
+        )
+        .correlate(Submission)
+        .scalar_subquery()
+    )
+
+
 def _submission_rows(connection: Connection, board_id: int) -> dict[int, SubmissionRow]:
     query = (
         select(
@@ -171,6 +197,7 @@ def _submission_rows(connection: Connection, board_id: int) -> dict[int, Submiss
             type_coerce(Submission.created_at, String),
             Submission.hidden,
             Submission.visibility,
+            _private_runs(),
         )
         .join(Entry, Entry.submission_id == Submission.id)
         .where(Entry.board_id == board_id)

@@ -67,6 +67,8 @@ class BoardRow:
     interval_note: str = ""
     place: int = 0
     medal: int | None = None  # 1-3 (gold, silver, bronze); never for a row that scored nothing
+    # private runs the row's team (or account) had scored on this benchmark before it
+    private_runs: int = 0
 
 
 def board_rows(
@@ -183,6 +185,7 @@ def _rows(
             BoardRow(
                 rank=rank,
                 medal=rank if rank <= 3 and scored else None,
+                private_runs=sub.private_runs if sub else 0,
                 place=r.rank,
                 entry_id=e.id,
                 model_name=e.model_name,

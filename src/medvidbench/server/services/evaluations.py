@@ -24,6 +24,7 @@ from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import (
     Entry,
     Evaluation,
+    EvaluationEvidence,
     Submission,
     SubmissionEvent,
     TestSet,
@@ -210,9 +211,7 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
             )
             if existing is None:
                 add_evaluation(session, submission_id, scoring, "")
-            elif scoring.items is not None and not item_results.kept(session, existing):
-                item_results.store(session, existing, scoring.items)
-            else:
+            elif not _complete_existing(session, existing, scoring):
                 events.record(
                     session, submission_id, "rescored", _rescored(report, "already stored")
                 )
@@ -226,6 +225,19 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     except IntegrityError:
         return False  # another worker stored the same evaluation first
     return True
+
+
+def _complete_existing(session: Any, evaluation_id: int, scoring: Any) -> bool:
+    """Give an evaluation stored before per-item results or evidence were kept what it lacks;
+    whether anything was added."""
+    added = False
+    if scoring.items is not None and not item_results.kept(session, evaluation_id):
+        item_results.store(session, evaluation_id, scoring.items)
+        added = True
+    if scoring.evidence is not None and session.get(EvaluationEvidence, evaluation_id) is None:
+        session.add(EvaluationEvidence(evaluation_id=evaluation_id, data=scoring.evidence))
+        added = True
+    return added
 
 
 def _rescored(report: Any, done: str) -> str:

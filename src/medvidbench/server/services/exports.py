@@ -66,6 +66,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
             "tie_group",
             *[f"{m.column} {side}" for m in definition.metrics for side in ("low", "high")],
             "place",
+            "private_runs_before",
         ]
     )
     for r in rows:
@@ -99,6 +100,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
                     r.tie_group or "",
                     *_bounds(r.intervals, definition.metrics),
                     r.place,
+                    r.private_runs,
                 ]
             ]
         )

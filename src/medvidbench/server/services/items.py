@@ -29,7 +29,8 @@ PER_PAGE = 50
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 ATTRIBUTION_FILES = ("ATTRIBUTION.txt", "ATTRIBUTION.md")
 ATTRIBUTION_BYTES = 256 * 1024
-# Buckets of an item's first metric (a 0-1 score such as an IoU): label -> [low, high).
+# Buckets of an item's first metric, on 0-1 (an IoU; a percent metric's 0-100 is scaled to
+# them, :func:`_native`): label -> [low, high).
 BUCKETS: dict[str, tuple[float, float]] = {
     "0": (0.0, 1e-12),
     "0-0.3": (1e-12, 0.3),
@@ -112,12 +113,13 @@ def item_page(
         if task and task not in view.tasks:
             raise UsageError(f"task must be one of {', '.join(view.tasks)}")
         view.task = task or view.tasks[0]
-        view.metric = item_results.first_metric(definition, view.task)
+        metric = definition.metrics_by_key[item_results.first_metric(definition, view.task)]
+        view.metric = metric.column
         view.matched, found = item_results.page_of(
             session,
             evaluation.id,
             view.task,
-            BUCKETS[bucket] if bucket else None,
+            _native(metric, BUCKETS[bucket]) if bucket else None,
             failed_only,
             (max(1, page) - 1) * PER_PAGE,
             PER_PAGE,
@@ -130,6 +132,12 @@ def item_page(
     folder = image_folder(runtime, definition.slug)
     view.rows = [_row(definition, gt.samples[i.sample_index], i, folder) for i in found]
     return view
+
+
+def _native(metric: Any, bucket: tuple[float, float]) -> tuple[float, float]:
+    """A 0-1 bucket in the metric's own scale (a percent metric's 0-100)."""
+    low, high = metric.bounds
+    return low + bucket[0] * (high - low), low + bucket[1] * (high - low)
 
 
 def _row(definition: Any, item: Any, stored: StoredItem, folder: Path | None) -> ItemRow:

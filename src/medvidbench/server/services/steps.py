@@ -30,7 +30,14 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
+from medvidbench.server.store.models import (
+    Board,
+    Entry,
+    Evaluation,
+    EvaluationEvidence,
+    Submission,
+    TestSet,
+)
 
 
 def _now() -> datetime:
@@ -132,13 +139,15 @@ def lease_kept(runtime: Runtime, submission_id: int, worker: str) -> Iterator[No
 
 @dataclass(slots=True)
 class Scoring:
-    """One scoring's report, and the per-item rows to keep with it (None: not kept, the
-    benchmark's labels being hidden); ``judge_next``: whether the submission has judged tasks
-    a judge step would judge."""
+    """One scoring's report, and the per-item rows to keep with it for the item browser (None:
+    not kept, the benchmark's labels being hidden); ``judge_next``: whether the submission has
+    judged tasks a judge step would judge; ``evidence``: the per-item evidence, encoded
+    (kept for every benchmark; never shown for a hidden-label one)."""
 
     report: Report
     items: list[dict[str, Any]] | None
     judge_next: bool = False
+    evidence: bytes | None = None
 
 
 def _report(
@@ -166,6 +175,7 @@ def _report(
     options = Options(
         bootstrap=runtime.settings.bootstrap_replicates or None,
         seed=runtime.settings.bootstrap_seed,
+        per_item=True,
     )
     stage = None
     if judge is not None:
@@ -188,7 +198,9 @@ def _report(
         checkpoints.write_scored(runtime.files, submission_id, stage)
     keep = item_results.wanted(definition)
     items = item_results.item_rows(definition, matched, scored.results) if keep else None
-    return Scoring(report, items, bool(planned.judged))
+    evidence = report.evidence.encode() if report.evidence is not None else None
+    report.evidence = None  # encoded: the report itself is stored without it
+    return Scoring(report, items, bool(planned.judged), evidence)
 
 
 def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring: Scoring) -> bool:
@@ -248,11 +260,14 @@ def add_evaluation(session: Any, submission_id: int, scoring: Scoring, judge_id:
         per_task=report.per_task,
         judge=report.judge,
         statistics=report.statistics,
+        per_group=report.per_group or None,
     )
     session.add(evaluation)
+    session.flush()
     if scoring.items is not None:
-        session.flush()
         item_results.store(session, evaluation.id, scoring.items)
+    if scoring.evidence is not None:
+        session.add(EvaluationEvidence(evaluation_id=evaluation.id, data=scoring.evidence))
 
 
 def _done_message(step: str, report: Report) -> str:

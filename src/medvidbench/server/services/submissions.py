@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from sqlalchemy import case, or_, select
+from sqlalchemy import case, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core.benchmark import Benchmark
@@ -41,7 +41,14 @@ from medvidbench.server.services.teams import check_organisation
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import Entry, Submission, TestSet, User
+from medvidbench.server.store.models import (
+    Entry,
+    Evaluation,
+    EvaluationEvidence,
+    Submission,
+    TestSet,
+    User,
+)
 
 log = logging.getLogger("medvidbench.server.submissions")
 
@@ -465,6 +472,14 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
             raise NotFoundError(f"no submission {submission_id}")
         for entry in session.scalars(select(Entry).where(Entry.submission_id == sub.id)):
             session.delete(entry)
+        # its per-item evidence goes with it (the evaluations' numbers stay for the audit)
+        session.execute(
+            delete(EvaluationEvidence).where(
+                EvaluationEvidence.evaluation_id.in_(
+                    select(Evaluation.id).where(Evaluation.submission_id == sub.id)
+                )
+            )
+        )
         sub.status, sub.stored = Status.DELETED, False
         board_cache.bump(session, sub.benchmark_id)
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)

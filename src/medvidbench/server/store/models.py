@@ -197,6 +197,21 @@ class Evaluation(Base):
     # intervals need. None for evaluations stored before it existed, or with replicates set to 0.
     statistics: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # each metric per group of each of the benchmark's breakdowns (Report.per_group); None for
+    # evaluations stored before breakdowns were kept
+    per_group: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class EvaluationEvidence(Base):
+    """An evaluation's per-item evidence (medvidbench.core.evidence), its values and statuses
+    only (the items are the test set's). Kept for every evaluation of every benchmark, for
+    consensus across benchmarks; for a hidden-label benchmark it never leaves the server."""
+
+    __tablename__ = "evaluation_evidence"
+    evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class EvaluationItem(Base):

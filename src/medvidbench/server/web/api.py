@@ -87,6 +87,17 @@ def health(rt: Rt, admin: Annotated[bool, Depends(deps.is_admin)]) -> dict[str, 
     }
 
 
+@router.get("/consensus", response_model=list[schemas.ConsensusRow])
+def consensus_rows(rt: Rt, family: str = "") -> list[dict[str, Any]]:
+    """Which model is best across the hosted benchmarks: every aggregation's standings (mean,
+    Borda, Kemeny, Plackett-Luce), each with its rank interval. Aggregates only: per-item
+    values never leave the server."""
+    from medvidbench.server.services.consensus import consensus
+    from medvidbench.server.web.pages.consensus import checked_family, rows
+
+    return rows(consensus(rt, checked_family(family)))
+
+
 @router.get("/benchmarks", response_model=list[schemas.BenchmarkSummary])
 def benchmarks(rt: Rt) -> list[dict[str, Any]]:
     """The hosted benchmarks and their current test sets (ground truth is never served)."""

@@ -295,3 +295,17 @@ class SubmissionPublic(BaseModel):
     warnings: list[str] | None
     log: list[LogLine]
     owner: bool
+
+
+class ConsensusRow(BaseModel):
+    """One model's place under one aggregation across benchmarks (aggregates only)."""
+
+    method: str
+    about: str
+    replicates: int
+    note: str
+    rank: int
+    model: str
+    score: Number | None
+    interval: list[int] | None
+    benchmarks: int

@@ -1,0 +1,82 @@
+"""The consensus board across the hosted benchmarks (``/consensus``), its JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+
+from medvidbench.core.benchmark import FAMILIES
+from medvidbench.core.errors import UsageError
+from medvidbench.server.services.consensus import Consensus, consensus
+from medvidbench.server.web.render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+def checked_family(family: str) -> str | None:
+    """The capability family asked for (None: every task).
+
+    Raises:
+        UsageError: a family no hosted benchmark could have.
+    """
+    if not family:
+        return None
+    if family not in FAMILIES:
+        raise UsageError(f"unknown family {family!r}; there are: {', '.join(FAMILIES)}")
+    return family
+
+
+def rows(found: Consensus) -> list[dict[str, Any]]:
+    """Every aggregation's standings as flat rows (aggregates only: no per-item value)."""
+    return [
+        {
+            "method": a.method,
+            "about": a.about,
+            "replicates": a.replicates,
+            "note": a.note,
+            "rank": s.rank,
+            "model": s.model,
+            "score": s.score,
+            "interval": list(s.interval) if s.interval else None,
+            "benchmarks": s.benchmarks,
+        }
+        for a in found.aggregations
+        for s in a.standings
+    ]
+
+
+def as_csv(found: Consensus) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(
+        ["method", "rank", "model", "score", "interval_low", "interval_high", "benchmarks"]
+    )
+    for r in rows(found):
+        low, high = r["interval"] or ("", "")
+        # a model name is user input: never a formula in a spreadsheet
+        name = "'" + r["model"] if r["model"][:1] in "=+-@\t\r" else r["model"]
+        score = "" if r["score"] is None else f"{r['score']:.6f}"
+        writer.writerow([r["method"], r["rank"], name, score, low, high, r["benchmarks"]])
+    return out.getvalue()
+
+
+@router.get("/consensus", response_class=HTMLResponse)
+def consensus_page(request: Request, family: str = "") -> Response:
+    """Which model is best across the hosted benchmarks: four aggregations side by side."""
+    rt = request.app.state.runtime
+    found = consensus(rt, checked_family(family))
+    return page(request, "consensus.html", slug=None, found=found, families=FAMILIES, family=family)
+
+
+@router.get("/consensus.csv")
+def consensus_csv(request: Request, family: str = "") -> Response:
+    found = consensus(request.app.state.runtime, checked_family(family))
+    return PlainTextResponse(
+        as_csv(found),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="consensus.csv"'},
+    )
