@@ -27,6 +27,7 @@ Target (issue: training rewards): rule-based rewards for 10,000 completions in u
 core.
 
 Usage: python bench/bench_rewards.py [--completions 10000] [--runs 5] [--latency 0.2] [--captions 0]
+                                     [--samples N]
                                      [--fit [--blas-threads 1,2]] [--saturation 8]
 """
 
@@ -51,13 +52,16 @@ from typing import Any
 RULE_TASKS = ("tal", "stg", "next_action", "skill_assessment", "cvs_assessment")
 
 
+SAMPLES: int | None = None  # MedVidBench's synthetic set in parts 1-2 (None: the demo size)
+
+
 def rows_of(slug: str, folder: Path, archetypes: tuple[str, ...], tasks: Any) -> Any:
     from medvidbench import benchmarks
     from medvidbench.rewards import ground_truth_column, spec_of
 
     bench = benchmarks.get(slug)
     assert bench.demo is not None
-    files = bench.demo.synthesise(folder / slug, None, 0)
+    files = bench.demo.synthesise(folder / slug, SAMPLES if slug == "medvidbench" else None, 0)
     gt = bench.load_ground_truth(files["ground_truth"])
     extras = spec_of(bench).row_extras(gt.samples)
     cols = [ground_truth_column(bench, s, e) for s, e in zip(gt.samples, extras, strict=True)]
@@ -279,6 +283,9 @@ def main() -> None:
     parser.add_argument(
         "--captions", type=int, default=0, help="Part 2 on the first N caption rows (0: all)."
     )
+    parser.add_argument(
+        "--samples", type=int, help="Parts 1-2: MedVidBench's synthetic set size (the demo's)."
+    )
     parser.add_argument("--fit", action="store_true", help="Only time `rewards fit` (part 3).")
     parser.add_argument(
         "--blas-threads", default="1,2", help="Part 3: BLAS thread counts to time, comma-separated."
@@ -288,6 +295,8 @@ def main() -> None:
         "--saturation", type=int, default=0, metavar="G", help="Only part 4, groups of G."
     )
     args = parser.parse_args()
+    global SAMPLES
+    SAMPLES = args.samples
     if args.fit_once:
         fit_once(args.fit_once)
         return

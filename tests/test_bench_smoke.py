@@ -21,6 +21,7 @@ SRC = Path(__file__).parent.parent / "src"
 
 # script -> arguments that make it small (every stage still runs)
 SMOKE: dict[str, list[str]] = {
+    "bench_blas.py": ["--samples", "200", "--rounds", "1", "--busy", "1"],
     "bench_cold.py": ["--rounds", "1", "--samples", "300"],
     "bench_consensus.py": [
         "--samples",
@@ -62,6 +63,8 @@ SMOKE: dict[str, list[str]] = {
         "0.01",
         "--captions",
         "20",
+        "--samples",
+        "400",
     ],
     "bench_server.py": ["--entries", "30", "--repeat", "2", "--samples", "300"],
     "bench_statistics.py": ["--entries", "5", "--runs", "1"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -109,3 +110,30 @@ def test_an_unwritable_cache_folder_is_not_an_error(
     monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(blocked / "cache"))
     vectors = Embedder().encode(TEXTS)
     assert vectors.shape == (3, 384)
+
+
+def test_two_threads_asking_for_the_same_labels_encode_them_once(cache: Path) -> None:
+    """A server's warm-up and its first scoring job ask for a benchmark's labels at once: one
+    encodes, the other reads its file."""
+    import threading
+    import time
+
+    calls: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        time.sleep(0.3)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    got: list[Any] = []
+    threads = [
+        threading.Thread(
+            target=lambda: got.append(model_cache.label_vectors(WEIGHTS_SHA256, TEXTS, 4, encode))
+        )
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [3] and len(got) == 2 and np.array_equal(got[0], got[1])

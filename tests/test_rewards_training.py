@@ -198,7 +198,7 @@ def test_rewards_commands_run_blas_on_one_thread_unless_told(
     import sys
 
     code = (
-        "import os, sys; from medvidbench.cli.rewards import one_blas_thread as f; "
+        "import os, sys; from medvidbench.core.blas import one_blas_thread as f; "
         "took = f(); import numpy; "
         "print(took, f(), os.environ.get('OPENBLAS_NUM_THREADS'))"
     )

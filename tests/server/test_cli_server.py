@@ -140,22 +140,34 @@ def test_serve_and_health_say_whether_the_judge_is_on(tmp_path: Path) -> None:
     assert "secret-key-1" not in banner and "secret-key-1" not in str(health)
 
 
-def test_a_worker_runs_matrix_products_on_one_thread_per_job(
+def test_every_command_runs_matrix_products_on_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """OpenBLAS's own threads spinning on a busy machine made a worker's scoring slower several
-    times over (test_faults' take-over: 113 s with two, 43 s with one); an operator's own value
-    is kept."""
+    times over (test_faults' take-over: 113 s with two, 43 s with one) and an evaluate 3.8x;
+    every command asks for one thread before numpy loads, and an operator's own value is kept
+    whole."""
     import os
 
-    from medvidbench.cli.server import BLAS_THREADS, one_blas_thread_per_job
+    from medvidbench.core.blas import VARIABLES, one_blas_thread
 
-    for name in BLAS_THREADS:
+    code = (
+        "import os, sys\n"
+        "from medvidbench.cli.main import main\n"
+        "sys.argv = ['medvidbench', 'synth', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'), "
+        "os.environ.get('OMP_NUM_THREADS'))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    for given, want in (({}, "1 1 None"), ({"OMP_NUM_THREADS": "3"}, "None None 3")):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env={**clean, **given}, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == want
+    # too late once numpy is loaded (this process has it): nothing is changed
+    for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    one_blas_thread_per_job()
-    assert {name: os.environ[name] for name in BLAS_THREADS} == {
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "3",
-        "MKL_NUM_THREADS": "1",
-    }
+    assert "numpy" in sys.modules and not one_blas_thread()
+    assert not any(name in os.environ for name in VARIABLES)

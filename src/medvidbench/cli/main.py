@@ -40,5 +40,9 @@ for _name, _target in COMMANDS.items():
 
 
 def main() -> None:
-    """Entry point of the ``medvidbench`` command."""
+    """Entry point of the ``medvidbench`` command: numpy's products on one thread unless the
+    environment says otherwise (:mod:`medvidbench.core.blas`), then the command."""
+    from medvidbench.core.blas import one_blas_thread
+
+    one_blas_thread()
     app()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +12,7 @@ import click
 from medvidbench.cli.app import BenchmarkSlug, friendly, judge_for, parse_options
 from medvidbench.cli.consoles import console
 from medvidbench.cli.params import Argument, Group, Option
+from medvidbench.core.blas import one_blas_thread
 from medvidbench.core.errors import ExitCode, UsageError
 
 rewards_app = Group(
@@ -39,24 +39,6 @@ ScoringOption = Annotated[
         help="KEY=VALUE scoring option, repeatable (MedSG-Bench: coordinates=pixel|0-1000|0-1).",
     ),
 ]
-
-
-def one_blas_thread() -> bool:
-    """Run the sentence encoder's matrix products on one BLAS thread, unless the environment
-    says otherwise (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``).
-
-    On a shared machine a multi-threaded OpenBLAS waits on busy cores at every product: the
-    encoder, which dominates ``rewards fit``, ran several times slower with two threads than
-    with one under load (bench/bench_rewards.py, docs/rewards.md#speed). Takes effect only
-    before numpy is loaded; returns whether it did.
-    """
-    if "numpy" in sys.modules:
-        return False
-    if not any(
-        v in os.environ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    ):
-        os.environ["OPENBLAS_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
-    return True
 
 
 @rewards_app.subcommand()

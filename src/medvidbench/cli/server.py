@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from medvidbench.cli.app import BenchmarkSlug, DataDir, err, friendly, runtime
 from medvidbench.cli.params import Argument, Group, Option
+from medvidbench.core.blas import one_blas_thread
 from medvidbench.core.display import count
 from medvidbench.core.errors import UsageError
 
@@ -148,7 +149,7 @@ def worker(
     """Consume background jobs (scoring, judging) until stopped; run any number of them."""
     from medvidbench.server.metrics import prepare_multiprocess_dir
 
-    one_blas_thread_per_job()  # before numpy is first imported
+    one_blas_thread()  # before numpy is first imported (main() did, unless run otherwise)
     prepare_multiprocess_dir()  # before prometheus_client is first imported
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import run_worker, wait_for_database
@@ -220,21 +221,6 @@ def _say(rt: Runtime, text: str, **style: object) -> None:
         banner.info(text)
     else:
         err.print(text, **style)  # type: ignore[arg-type]
-
-
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def one_blas_thread_per_job() -> None:
-    """Run numpy's matrix products on the calling thread (unless the environment already says
-    how many threads they take): a worker runs jobs in parallel on threads of its own, and
-    OpenBLAS's own threads, spinning on cores that other jobs or processes hold, cost about five
-    times the CPU and made scoring several times slower on a busy machine
-    (docs/server.md#many-machines). Must run before numpy is imported."""
-    import os
-
-    for name in BLAS_THREADS:
-        os.environ.setdefault(name, "1")
 
 
 def _warm_up_in_background(rt: Runtime, pages: bool = False) -> None:

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,21 +162,38 @@ def label_vectors(
         json.dumps([weights_sha256, FORWARD_VERSION, list(labels)]).encode()
     ).hexdigest()
     path = cache_dir() / f"labels-{key[:32]}.f32"  # float32 rows, then their sha256 in hex
+    found = _cached_rows(path, len(labels), dim)
+    if found is not None:
+        return found
+    # one thread computes, the others wait and read its file (a server's warm-up and its first
+    # scoring job used to encode the same labels at once)
+    with _ENCODING:
+        found = _cached_rows(path, len(labels), dim)
+        if found is not None:
+            return found
+        import numpy as np
+
+        body = np.ascontiguousarray(encode(labels), dtype=np.float32).tobytes()
+        with contextlib.suppress(OSError):
+            _write_atomically(
+                path, lambda fh: fh.write(body + hashlib.sha256(body).hexdigest().encode())
+            )
+    return _rows(body, dim)
+
+
+_ENCODING = threading.Lock()
+
+
+def _cached_rows(path: Path, count: int, dim: int) -> list[memoryview[float]] | None:
+    """The rows of a verified cache file, or None."""
     try:
         raw = path.read_bytes()
         stored, digest = raw[:-64], raw[-64:].decode("ascii")
-        if hashlib.sha256(stored).hexdigest() == digest and len(stored) == len(labels) * dim * 4:
+        if hashlib.sha256(stored).hexdigest() == digest and len(stored) == count * dim * 4:
             return _rows(stored, dim)
     except (OSError, ValueError, UnicodeDecodeError):
         pass
-    import numpy as np
-
-    body = np.ascontiguousarray(encode(labels), dtype=np.float32).tobytes()
-    with contextlib.suppress(OSError):
-        _write_atomically(
-            path, lambda fh: fh.write(body + hashlib.sha256(body).hexdigest().encode())
-        )
-    return _rows(body, dim)
+    return None
 
 
 def _rows(body: bytes, dim: int) -> list[memoryview[float]]:

@@ -26,6 +26,10 @@ def app() -> FastAPI:
     """A web process (no job consumer of its own), configured from the environment."""
     import logging
 
+    from medvidbench.core.blas import one_blas_thread
+
+    one_blas_thread()  # before numpy is first imported (scoring in-process, warm-up)
+
     from medvidbench.server.logs import configure_logging
     from medvidbench.server.metrics import prepare_multiprocess_dir
 
