@@ -12,11 +12,22 @@ import pytest
 from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth, load_ground_truth
 from medvidbench.benchmarks.medvidbench.synth import write_synthetic
 
+# The suite runs in parallel processes (pytest-xdist, the README's command) on a machine of few
+# cores: OpenBLAS's default of one spinning thread per core in every one of them made the
+# in-process scoring several times slower. Set before numpy loads; the workers inherit it, and
+# the tests of this very default clear it for themselves.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The suite's own model cache (weights layout, label embeddings), never the user's."""
-    os.environ["MEDVIDBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+    """The suite's own model cache (weights layout, label embeddings), never the user's: one
+    for the run, shared by its parallel workers (every entry is written atomically)."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = run / "model-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["MEDVIDBENCH_CACHE_DIR"] = str(folder)
 
 
 def gt_record(
