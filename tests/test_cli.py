@@ -40,6 +40,14 @@ def test_python_dash_m_and_version() -> None:
     assert out.stdout.strip() == f"medvidbench {__version__}"
 
 
+def test_the_version_is_the_newest_release_of_the_changelog() -> None:
+    import re
+
+    changelog = (Path(__file__).parent.parent / "CHANGELOG.md").read_text("utf-8")
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, flags=re.MULTILINE)
+    assert releases and releases[0] == __version__, (releases[:1], __version__)
+
+
 def test_synth_then_validate(tmp_path: Path) -> None:
     result = runner.invoke(
         app, ["synth", "--samples", "150", "--seed", "4", "--out-dir", str(tmp_path)]

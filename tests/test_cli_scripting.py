@@ -152,6 +152,8 @@ def _submit(httpd: ThreadingHTTPServer, file: Path, *extra: str) -> Any:
     [
         (429, ExitCode.RETRY_LATER),
         (503, ExitCode.RETRY_LATER),
+        (502, ExitCode.RETRY_LATER),  # a proxy whose server is down or restarting
+        (504, ExitCode.RETRY_LATER),
         (409, ExitCode.REFUSED),
         (422, ExitCode.REFUSED),
         (403, ExitCode.REFUSED),
@@ -170,6 +172,25 @@ def test_submit_exit_codes_say_whether_to_retry(
     assert printed == body  # the server's own error, for a script to read (retry_at)
     if status in (429, 503):
         assert "(retry after 120 s)" in result.stderr
+
+
+def test_a_server_that_does_not_answer_means_try_again(synthetic: dict[str, Path]) -> None:
+    """Nothing listening (a restart, a network outage): 7; a URL that cannot work: 2."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    for server, code, said in (
+        (f"http://127.0.0.1:{port}", ExitCode.RETRY_LATER, "try again later"),
+        ("ftp://example.org", ExitCode.USAGE, "is not a server URL"),
+    ):
+        env = {"MEDVIDBENCH_SERVER": server, "MEDVIDBENCH_TOKEN": "mvb_test"}
+        result = runner.invoke(
+            app, ["submit", str(synthetic["strong"]), "--model-name", "m"], env=env
+        )
+        assert result.exit_code == code, result.output
+        assert said in result.stderr and "Traceback" not in result.output
 
 
 def test_submit_json_prints_the_servers_result(

@@ -90,7 +90,8 @@ def test_pages_and_the_api_answer_503_while_the_database_is_down(
         finally:
             pg.start()
         try:
-            _wait(lambda: "the database is reachable again" in said.text, 90)
+            # its back-off doubles up to 60 s while the database is away: up to one more pause
+            _wait(lambda: "the database is reachable again" in said.text, 180)
             time.sleep(3)  # then it consumes jobs (and stops cleanly on SIGTERM)
             assert worker.poll() is None, said.text[-2000:]
         finally:

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
 from medvidbench.core.config import Settings
 from medvidbench.core.judge.fake_server import FakeJudgeServer
+from tests.server.deploy_doc import code_blocks, commands
 from tests.server.private_services import PrivatePostgres, private_postgres, private_redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +73,8 @@ class Stack:
         value = value.replace("/opt/medvidbench/venv/bin/", f"{BIN}/")
         if value in ("/data", "/var/lib/medvidbench"):
             return str(self.data)
+        if value.startswith("/run/"):  # a unit's RuntimeDirectory
+            return str(self.data.parent / "run" / value.removeprefix("/run/"))
         return value
 
     def command(self, words: list[str]) -> list[str]:
@@ -328,7 +332,22 @@ def test_the_systemd_units_run(stack: Stack) -> None:
     assert web_unit["EnvironmentFile"] == worker_unit["EnvironmentFile"] == "/etc/medvidbench/env"
     declared = _unit(DEPLOY / "env.example")
     assert declared.pop("MEDVIDBENCH_SECRET_KEY") == "", "the example must not ship a secret"
-    env = stack.env({**declared, "MEDVIDBENCH_SECRET_KEY": SECRET})
+    # the units' own Environment= line: one metrics folder for every process of the machine,
+    # the RuntimeDirectory systemd makes for both units and keeps
+    for unit in (web_unit, worker_unit):
+        assert unit["Environment"] == "PROMETHEUS_MULTIPROC_DIR=/run/medvidbench-metrics"
+        assert unit["RuntimeDirectory"] == "medvidbench-metrics"
+        assert unit["RuntimeDirectoryPreserve"] == "yes"
+    multiproc = stack.map("/run/medvidbench-metrics")
+    Path(multiproc).mkdir(parents=True)
+    env = stack.env(
+        {
+            **declared,
+            "MEDVIDBENCH_SECRET_KEY": SECRET,
+            "PROMETHEUS_MULTIPROC_DIR": multiproc,
+            "MEDVIDBENCH_METRICS_ALLOW": "127.0.0.1",  # the operator names the scraper
+        }
+    )
 
     _run(stack.command(shlex.split(web_unit["ExecStartPre"])), env)
     # systemd puts the EnvironmentFile's values in for ${NAME} in a command line
@@ -355,6 +374,40 @@ def test_the_systemd_units_run(stack: Stack) -> None:
         _wait_healthy(probe, env, web)
         time.sleep(1)
         assert worker.poll() is None, worker.stderr.read().decode()[-2000:] if worker.stderr else ""
+        # the unit's 4 uvicorn processes answer in turn; a scrape of any one counts them all
+        base = f"http://127.0.0.1:{stack.web_port}"
+        for _ in range(20):
+            assert httpx.get(f"{base}/api/v1/health/live", timeout=10).status_code == 200
+        scrape = httpx.get(f"{base}/metrics", timeout=10)
+        assert scrape.status_code == 200, scrape.text
+        live = 'route="/api/v1/health/live",status="2xx"'
+        counted = [
+            float(line.rsplit(" ", 1)[1])
+            for line in scrape.text.splitlines()
+            if line.startswith("medvidbench_http_request_duration_seconds_count") and live in line
+        ]
+        assert sum(counted) == 20, counted
+        # the page's next lines, run as the service user with the units' settings: the first
+        # administrator and the test set (systemd-run in front, which this test stands in for)
+        test_set = _synthetic_test_set(stack, env) / "ground_truth.json"
+        lines = [
+            line
+            for block in code_blocks()
+            if block.lang == "bash"
+            for line in commands(block)
+            if line.startswith("systemd-run ")
+        ]
+        assert len(lines) == 2, lines
+        for line in lines:
+            words = shlex.split(line)
+            assert "--uid=medvidbench" in words and "EnvironmentFile=/etc/medvidbench/env" in words
+            start = next(i for i, w in enumerate(words) if w.endswith("/bin/medvidbench"))
+            local = [w.replace("/tmp/ground_truth.json", str(test_set)) for w in words[start:]]
+            _run(stack.command(local), env, stdin="a long enough password 1\n" * 2)
+        token = _run([str(BIN / "medvidbench"), "tokens", "create", "admin"], env)
+        assert token.strip().startswith("mvb_")  # the administrator exists
+        board = httpx.get(f"{base}/api/v1/benchmarks/medvidbench", timeout=10)
+        assert board.status_code == 200 and board.json()["demo"] is False, board.text
     finally:
         assert worker_unit["KillSignal"] == "SIGTERM"
         assert _stop(worker, timeout=float(worker_unit["TimeoutStopSec"])) == 0

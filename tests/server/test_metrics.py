@@ -62,7 +62,7 @@ def test_scrape_after_a_judged_submission(tmp_path: Path, synthetic: dict[str, P
     assert value(before, "medvidbench_submissions", benchmark="medvidbench", status="complete") == 0
     # One score job and one judge job, both done, timed.
     for job in ("score", "judge"):
-        key = {"job": job, "benchmark": "medvidbench", "outcome": "done"}
+        key = {"step": job, "benchmark": "medvidbench", "outcome": "done"}
         count = "medvidbench_job_duration_seconds_count"
         assert value(after, count, **key) - value(before, count, **key) == 1
         assert value(after, "medvidbench_job_duration_seconds_sum", **key) > value(
@@ -190,7 +190,7 @@ def test_a_worker_process_jobs_show_on_the_web_scrape(tmp_path: Path) -> None:
         runtime.engine.dispose()
     assert answer.status_code == 200, answer.text
     found = samples(answer.text)
-    key = {"job": "score", "benchmark": "medvidbench", "outcome": "done"}
+    key = {"step": "score", "benchmark": "medvidbench", "outcome": "done"}
     assert value(found, "medvidbench_job_duration_seconds_count", **key) == 1  # the worker's
     health = {"method": "GET", "route": "/api/v1/health", "status": "2xx"}
     assert value(found, "medvidbench_http_request_duration_seconds_count", **health) >= 1

@@ -86,7 +86,7 @@ def test_a_worker_serves_its_job_metrics_on_its_own_port(
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain")
     found = samples(answer.text)
-    key = {"job": "score", "benchmark": "medvidbench", "outcome": "done"}
+    key = {"step": "score", "benchmark": "medvidbench", "outcome": "done"}
     assert value(found, "medvidbench_job_duration_seconds_count", **key) == 1
     # the database's and the queue's gauges are the web's to report, never counted twice
     assert not any(name.startswith("medvidbench_submissions") for name, _ in found)

@@ -24,19 +24,39 @@ from medvidbench.server.lifecycle import Status
 FINAL = (Status.SCORED, *lifecycle.FINAL)
 
 
+# Answers that say "not now": a quota or rate limit, a busy server, and a proxy in front of it
+# that could not reach it (502) or waited too long (504).
+RETRY_STATUSES = (429, 502, 503, 504)
+
+
 class ServerError(MedVidBenchError):
     """The server refused or failed a request; the exit code says whether to try again:
-    7 for 429 and 503 (quota, rate limit, busy), 6 for any other refusal, 1 for a failure."""
+    7 for 429, 502, 503 and 504 (quota, rate limit, busy, the server behind a proxy not
+    answering), 6 for any other refusal, 1 for a failure."""
 
     exit_code = ExitCode.REFUSED
 
     def __init__(self, message: str, status: int = 0, body: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status, self.body = status, body or {"message": message}
-        if status in (429, 503):
+        if status in RETRY_STATUSES:
             self.exit_code = ExitCode.RETRY_LATER
         elif status >= 500:
             self.exit_code = ExitCode.FAILURE
+
+
+class Unreachable(MedVidBenchError):
+    """The server did not answer (refused, timed out, the connection dropped): try again."""
+
+    exit_code = ExitCode.RETRY_LATER
+
+
+def _unreachable(base: str, exc: httpx.HTTPError) -> MedVidBenchError:
+    """The error for a request that got no answer: a URL that cannot work is the caller's
+    mistake (exit 2); a server that does not answer now may later (exit 7)."""
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return UsageError(f"{base!r} is not a server URL: {exc}")
+    return Unreachable(f"cannot reach {base}: {exc or exc.__class__.__name__}; try again later")
 
 
 def _raise(response: httpx.Response) -> None:
@@ -100,7 +120,7 @@ def submit_file(
                 },
             )
         except httpx.HTTPError as exc:
-            raise UsageError(f"cannot reach {base}: {exc}") from None
+            raise _unreachable(base, exc) from None
         if response.status_code != 202:
             _raise(response)
         created = response.json()
@@ -126,7 +146,10 @@ def submit_file(
         deadline = time.monotonic() + timeout
         with console.status("waiting for the scores") as status:
             while True:
-                detail = http.get(f"{base}/api/v1/submissions/{created['id']}", headers=headers)
+                try:
+                    detail = http.get(f"{base}/api/v1/submissions/{created['id']}", headers=headers)
+                except httpx.HTTPError as exc:
+                    raise _unreachable(base, exc) from None
                 if detail.status_code != 200:
                     _raise(detail)
                 body = detail.json()

@@ -407,7 +407,8 @@ def submit(
     """Upload predictions to a leaderboard server (and wait for the scores).
 
     Exit codes: 0 accepted (with --wait: scored); 6 refused for good (invalid file, taken
-    name, no permission); 7 refused for now (quota used up, server busy: try again later).
+    name, no permission); 7 refused for now or not answering (quota used up, server busy or
+    unreachable: try again later).
     """
     from medvidbench.cli.client import ServerError, submit_file
 

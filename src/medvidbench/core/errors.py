@@ -18,13 +18,13 @@ class ExitCode(IntEnum):
     trying again later can help, without reading the message (docs/cli.md)."""
 
     OK = 0
-    FAILURE = 1  # an unexpected failure: ours, or the server's (5xx other than 503)
+    FAILURE = 1  # an unexpected failure: ours, or the server's (500 and other 5xx)
     USAGE = 2  # a bad option or argument, a missing file, an unknown benchmark or profile
     MODEL_UNAVAILABLE = 3  # a model file the evaluator needs is not installed or is corrupt
     INVALID_FILE = 4  # the prediction file is invalid (or partial, under --require-complete)
     INVALID_GROUND_TRUTH = 5  # the ground-truth or questions file is unusable
     REFUSED = 6  # the server refused for good: 401, 403, 404, 409, 413, 422, a rejected file
-    RETRY_LATER = 7  # the server refused for now: 429 (quota, rate limit), 503 (busy)
+    RETRY_LATER = 7  # not now: 429 (quota, rate limit), 502/503/504, no answer at all
 
 
 class MedVidBenchError(Exception):

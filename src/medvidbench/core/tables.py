@@ -150,7 +150,7 @@ def _xlsx_rows(
         from openpyxl import load_workbook
     except ImportError:
         raise UsageError(
-            "reading .xlsx files needs openpyxl: pip install 'medvidbench[xlsx]' "
+            "reading .xlsx files needs openpyxl: pip install openpyxl (the xlsx extra) "
             "(or export the predictions as TSV: PRED_FORMAT=tsv in VLMEvalKit)"
         ) from None
     _check_unpacked(source, filename)

@@ -157,7 +157,7 @@ def _write_parquet(rows: list[dict[str, Any]], tmp: Path) -> int:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError(
-            "writing .parquet needs pyarrow: pip install 'medvidbench[parquet]' "
+            "writing .parquet needs pyarrow: pip install pyarrow (the parquet extra) "
             "(or write .jsonl, which verl reads too)"
         ) from None
     try:

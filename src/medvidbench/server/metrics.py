@@ -49,8 +49,8 @@ class Instruments:
         reg = self.registry
         self.job_seconds = Histogram(
             "medvidbench_job_duration_seconds",
-            "Time a background job took, by job (score, judge, rescore) and outcome.",
-            ["job", "benchmark", "outcome"],
+            "Time a background job took, by its step (score, judge, rescore) and outcome.",
+            ["step", "benchmark", "outcome"],
             buckets=JOB_BUCKETS,
             registry=reg,
         )
