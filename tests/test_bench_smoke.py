@@ -22,6 +22,15 @@ SRC = Path(__file__).parent.parent / "src"
 # script -> arguments that make it small (every stage still runs)
 SMOKE: dict[str, list[str]] = {
     "bench_blas.py": ["--samples", "200", "--rounds", "1", "--busy", "1"],
+    "bench_board_load.py": [
+        "--entries",
+        "30",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.5",
+        "--skip-postgres",
+    ],
     "bench_cold.py": ["--rounds", "1", "--samples", "300"],
     "bench_consensus.py": [
         "--samples",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -68,6 +69,25 @@ class PrivatePostgres:
     def start(self) -> None:
         """Start this private cluster again with the options it was first started with."""
         self._ctl("-o", self.options, "-l", str(self.data / "log"), "start")
+
+    def _processes(self) -> list[int]:
+        """The postmaster and every process it started."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(
+            ["pgrep", "-P", str(postmaster)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        return [postmaster, *map(int, children)]
+
+    def freeze(self) -> None:
+        """Stop this cluster's processes where they stand (SIGSTOP): connections stay open and
+        their sockets are acknowledged by the kernel, but no query is answered (a partition,
+        a hung server). :meth:`thaw` lets them go on."""
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGCONT)
 
 
 @contextmanager

@@ -186,6 +186,53 @@ def test_a_database_that_never_answers_costs_a_request_the_connect_timeout(
     assert time.monotonic() - started < 2 + 3
 
 
+def test_a_frozen_database_answers_every_read_503_within_the_deadline(
+    tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    """The database's processes stopped where they stand (connections open, nothing answered):
+    every page and API read answers 503 within the request deadline, and the same pages answer
+    again once it goes on, with no restart."""
+    with private_postgres() as pg:
+        rt = build_runtime(tmp_path, pg.url, synthetic["ground_truth"], request_deadline=3)
+        client = TestClient(create_app(rt), follow_redirects=False)
+        login(client, rt)
+        token = token_for(client)
+        reads = [
+            ("/", False),
+            ("/b/medvidbench/about", False),
+            ("/account", False),
+            ("/b/medvidbench/board/community", False),
+            ("/api/v1/submissions", True),
+            ("/api/v1/benchmarks/medvidbench/boards/community", True),
+        ]
+        auth = {"Authorization": f"Bearer {token}"}
+        before = {p: client.get(p, headers=auth if api else {}).status_code for p, api in reads}
+        assert all(s == 200 for s in before.values()), before
+        pg.freeze()
+        try:
+            for path, api in reads:
+                started = time.monotonic()
+                got = client.get(path, headers=auth if api else {})
+                took = time.monotonic() - started
+                assert got.status_code == 503, f"{path}: {got.status_code}"
+                assert got.headers["retry-after"] == "30"
+                assert "could not answer within 3 s" in got.text
+                if api:
+                    assert got.json()["error"] == "DeadlineExceeded"
+                assert took < 3 + 2, f"{path} took {took:.1f} s with a 3 s deadline"
+            assert client.get("/api/v1/health/live").status_code == 200  # no database needed
+        finally:
+            pg.thaw()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the held connections finish their queries
+            now = {p: client.get(p, headers=auth if api else {}).status_code for p, api in reads}
+            if now == before:
+                break
+            time.sleep(0.5)
+        assert now == before
+        rt.engine.dispose()
+
+
 def test_the_connect_timeout_is_a_documented_positive_number() -> None:
     assert Settings().database_connect_timeout == 10
     with pytest.raises(ValueError):

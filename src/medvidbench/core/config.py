@@ -45,6 +45,13 @@ class Settings(BaseSettings):
         "before it fails: a request then answers 503 instead of waiting on a database that "
         "does not answer. Whole seconds, at least 2 (libpq's rule).",
     )
+    request_deadline: float = Field(
+        15,
+        gt=0,
+        description="Seconds a page or API read (GET, HEAD) may take before the answer is a "
+        "503 with Retry-After: a database that stops answering on connections already open "
+        "(a partition, a frozen server) would otherwise hold every page.",
+    )
     file_store: Literal["auto", "folder", "database"] = Field(
         "auto",
         description="Where uploads, the files kept between a submission's steps and test sets "

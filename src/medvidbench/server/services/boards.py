@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlalchemy import select
 
 from medvidbench.core.display import public_provenance
 from medvidbench.core.errors import NotFoundError
@@ -26,6 +27,7 @@ from medvidbench.server.services.board_reads import (
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
+from medvidbench.server.store.models import TestSet
 
 
 @dataclass(slots=True)
@@ -69,6 +71,22 @@ class BoardRow:
     medal: int | None = None  # 1-3 (gold, silver, bronze); never for a row that scored nothing
     # private runs the row's team (or account) had scored on this benchmark before it
     private_runs: int = 0
+
+
+def board_version(runtime: Runtime, slug: str) -> tuple[int, int]:
+    """The current test set of ``slug`` and its boards' generation, in one read: what a copy
+    of a board (a rendered page, an ETag) is valid for."""
+    with runtime.sessions() as session:
+        found = session.execute(
+            select(TestSet.id, TestSet.generation)
+            .where(TestSet.is_current, TestSet.slug == slug)
+            .order_by(TestSet.id.desc())
+            .limit(1)
+        ).first()
+    if found is None:
+        current_benchmark(runtime, slug)  # raises the error that names the load command
+        raise AssertionError("unreachable")
+    return int(found[0]), int(found[1] or 0)
 
 
 def board_rows(

@@ -20,7 +20,7 @@ from medvidbench.server.outages import database_error, describe, is_database_out
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import SESSION_DAYS
 from medvidbench.server.web import deps
-from medvidbench.server.web.limits import BodyLimit, LoginThrottle, SlowWork
+from medvidbench.server.web.limits import BodyLimit, Deadline, LoginThrottle, SlowWork
 from medvidbench.server.web.middleware import (
     RequestTimer,
     SecurityHeaders,
@@ -77,8 +77,9 @@ def create_app(runtime: Runtime) -> FastAPI:
 
 def _add_middleware(app: FastAPI, runtime: Runtime) -> None:
     # Each add_middleware wraps the ones added before it, so from the outside in: a trusted
-    # proxy's headers, headers on every answer (413s included), the body limit, the session
-    # cookie, and the check that an upload's sender is logged in before its body is read.
+    # proxy's headers, the timer, headers on every answer (413s and 503s included), the
+    # deadline on reads, the body limit, the session cookie, and the check that an upload's
+    # sender is logged in before its body is read.
     app.add_middleware(UploadGate, runtime=runtime)
     app.add_middleware(
         SessionMiddleware,
@@ -93,6 +94,7 @@ def _add_middleware(app: FastAPI, runtime: Runtime) -> None:
         limit=lambda: runtime.settings.max_submission_bytes,
         is_upload=is_upload,
     )
+    app.add_middleware(Deadline, seconds=lambda: runtime.settings.request_deadline)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestTimer)  # every answer is timed, refusals included
     # Outermost: the visitor's address and scheme from X-Forwarded-* sent by a trusted proxy

@@ -88,6 +88,25 @@ def csrf_token(request: Request) -> str:
     return str(token)
 
 
+class LazyCsrf:
+    """The session's CSRF token, made only when a page shows a form that carries it: a page
+    without a form (a board, to a visitor) then writes no session, sets no cookie, and is the
+    same for every visitor (so it can be cached)."""
+
+    __slots__ = ("_request", "_value")
+
+    def __init__(self, request: Request) -> None:
+        self._request, self._value = request, ""
+
+    def __str__(self) -> str:
+        if not self._value:
+            self._value = csrf_token(self._request)
+        return self._value
+
+    def __html__(self) -> str:
+        return str(self)  # URL-safe base64: nothing to escape
+
+
 def check_csrf(request: Request, form: Any) -> None:
     """Forms carry the session's CSRF token; a cross-site post does not have it."""
     sent = str(form.get("csrf", ""))

@@ -1,11 +1,14 @@
 """Limits on what one request can cost: body sizes enforced on the byte stream (before anything
-is parsed or stored), slow password work kept off the event loop, failed-login counts."""
+is parsed or stored), a deadline on reads, slow password work kept off the event loop,
+failed-login counts."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import ipaddress
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -79,6 +82,75 @@ class BodyLimit:
             if not over or started or not _is_too_large(exc):
                 raise
             await _refuse(scope, send, shown)
+
+
+class Deadline:
+    """ASGI middleware: a read (GET, HEAD) that has not begun its answer within ``seconds``
+    is answered 503 with ``Retry-After``.
+
+    What it guards against is a database that stops answering on connections already open (a
+    network partition, a frozen server): a new connection fails within the connect timeout,
+    but a query on an open one waits for as long as the socket lives, and every page with it.
+    The request's own work is not interrupted (a thread blocked on the database cannot be):
+    it finishes when the database answers, and whatever it would have sent is dropped.
+    Writes are left alone: answering 503 while the write may still commit would invite a
+    second one.
+    """
+
+    def __init__(self, app: Any, seconds: Callable[[], float]) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        started = abandoned = False
+
+        async def guarded(message: dict[str, Any]) -> None:
+            nonlocal started
+            if abandoned:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        work = asyncio.ensure_future(self.app(scope, receive, guarded))
+        seconds = self.seconds()
+        await asyncio.wait({work}, timeout=seconds)
+        if work.done() or started:
+            await work  # the answer (or its error) as the app gives it
+            return
+        abandoned = True
+        _ABANDONED.add(work)
+        work.add_done_callback(_finished)
+        await _too_slow(scope, send, seconds)
+
+
+_ABANDONED: set[asyncio.Future[Any]] = set()  # kept until they finish
+log = logging.getLogger("medvidbench.server.web")
+
+
+def _finished(work: asyncio.Future[Any]) -> None:
+    _ABANDONED.discard(work)
+    if not work.cancelled() and work.exception() is not None:
+        log.warning("a request answered 503 after its deadline then failed: %r", work.exception())
+
+
+async def _too_slow(scope: dict[str, Any], send: Any, seconds: float) -> None:
+    message = (
+        f"the server could not answer within {seconds:g} s (its database may be unreachable); "
+        "try again in a minute"
+    )
+    if scope.get("path", "").startswith("/api/"):
+        body = json.dumps({"error": "DeadlineExceeded", "message": message}).encode()
+        kind = b"application/json"
+    else:
+        body = (
+            "<!doctype html><meta charset=utf-8><title>Not available right now</title>"
+            f"<h1>Not available right now</h1><p>{html.escape(message)}.</p>"
+            '<p><a href="/">Back to the leaderboard</a></p>'
+        ).encode()
+        kind = b"text/html; charset=utf-8"
+    await answer(send, 503, body, kind, [(b"retry-after", b"30")])
 
 
 def _is_too_large(exc: BaseException) -> bool:

@@ -62,7 +62,7 @@ def breakable(title: str) -> Markup:
 
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Render a page with what every page needs: the user, the CSRF token, the demo flag."""
-    from medvidbench.server.web.deps import csrf_token, current_user
+    from medvidbench.server.web.deps import LazyCsrf, current_user
 
     rt = request.app.state.runtime
     user = context.pop("user", None) or current_user(request)
@@ -81,7 +81,7 @@ def page(request: Request, name: str, status: int = 200, **context: Any) -> HTML
         .render(
             request=request,
             user=user,
-            csrf=csrf_token(request),
+            csrf=LazyCsrf(request),
             demo=demo,
             signup=rt.settings.signup_enabled,
             definition=definition,

@@ -13,8 +13,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from medvidbench.core.config import judge_wanted
-from medvidbench.core.errors import InvalidSubmissionError, MedVidBenchError, UsageError
+from medvidbench.core.errors import (
+    InvalidSubmissionError,
+    MedVidBenchError,
+    NotFoundError,
+    UsageError,
+)
 from medvidbench.server.services import boards, catalogue, comparisons
+from medvidbench.server.services.board_reads import KINDS
 from medvidbench.server.services.quota import quota
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.services.test_sets import current_benchmark
@@ -24,6 +30,7 @@ from medvidbench.server.web.deps import check_csrf, current_user, entry_ids
 from medvidbench.server.web.pages.common import see
 from medvidbench.server.web.render import page
 from medvidbench.server.web.views import board_context, origins
+from medvidbench.version import __version__
 
 router = APIRouter(include_in_schema=False)
 
@@ -51,9 +58,41 @@ def benchmark_home_slash(request: Request, slug: str) -> Response:
 @router.get("/b/{slug}/board/{kind}", response_class=HTMLResponse)
 def board(request: Request, slug: str, kind: str) -> Response:
     rt = request.app.state.runtime
+    if _everyones_view(request):
+        return _shared_board(request, slug, kind)
     params, cols = dict(request.query_params), request.query_params.getlist("col")
     context = board_context(rt, kind, params, slug, cols)
     return page(request, "board.html", slug=slug, **context)
+
+
+def _everyones_view(request: Request) -> bool:
+    """A board as every visitor sees it: no session (not signed in, nothing to show once), no
+    token, no filter or sort asked for."""
+    return (
+        not request.session and "authorization" not in request.headers and not request.query_params
+    )
+
+
+def _shared_board(request: Request, slug: str, kind: str) -> Response:
+    """The page rendered once per change of the board and served as it is to every visitor,
+    with an ETag, so that a browser that has it gets a 304 (a board changes when a submission
+    is scored, not when it is read)."""
+    rt = request.app.state.runtime
+    definition = rt.definition(slug)
+    if kind not in KINDS:
+        raise NotFoundError(f"no board {kind!r}")
+    test_set, generation = boards.board_version(rt, definition.slug)
+    tag = f'W/"{__version__}-{test_set}-{generation}-{kind}"'
+    headers = {"ETag": tag, "Cache-Control": "no-cache", "Vary": "Cookie, Authorization"}
+    if tag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+
+    def render() -> bytes:
+        context = board_context(rt, kind, {}, definition.slug, [])
+        return bytes(page(request, "board.html", slug=definition.slug, **context).body)
+
+    body = rt.boards.get(("page", request.url.path, test_set, kind), generation, render)
+    return Response(body, media_type="text/html; charset=utf-8", headers=headers)
 
 
 @router.get("/b/{slug}/compare", response_class=HTMLResponse)

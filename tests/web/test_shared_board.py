@@ -1,0 +1,50 @@
+"""A board as every visitor sees it is rendered once per change and served with an ETag; a
+signed-in visitor's board is their own and never shared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from medvidbench.server.runtime import Runtime
+from tests.web.conftest import login, token_for
+from tests.web.test_api import upload
+
+BOARD = "/b/medvidbench/board/community"
+
+
+def test_a_visitors_board_is_shared_until_the_board_changes(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    owner = TestClient(client.app, follow_redirects=False)
+    login(owner, web_runtime)
+    token = token_for(owner)
+    assert upload(owner, token, synthetic["weak"], "Shared Weak").status_code == 202
+
+    visitor = TestClient(client.app)
+    first = visitor.get(BOARD)
+    assert first.status_code == 200 and "Shared Weak" in first.text
+    tag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"
+    assert "set-cookie" not in first.headers  # no session made for a page without a form
+    assert 'name="csrf"' not in first.text and "Log out" not in first.text
+    again = visitor.get(BOARD, headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.headers["etag"] == tag and not again.content
+    assert TestClient(client.app).get(BOARD).content == first.content  # the same bytes
+
+    # a private run changes nothing a visitor sees; a public one is a new version of the board
+    upload(owner, token, synthetic["strong"], "Private Strong", visibility="private")
+    private = visitor.get(BOARD, headers={"If-None-Match": tag})
+    assert "Private Strong" not in private.text
+    upload(owner, token, synthetic["format-noisy"], "Public Noisy")
+    changed = visitor.get(BOARD, headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.headers["etag"] != tag
+    assert "Public Noisy" in changed.text and "Private Strong" not in changed.text
+
+    # a signed-in visitor's board is theirs: not the shared copy, not tagged
+    mine = owner.get(BOARD)
+    assert "etag" not in mine.headers and "Log out" in mine.text
+    # nor is a filtered or sorted view
+    sorted_view = visitor.get(f"{BOARD}?sort=nap_acc")
+    assert "etag" not in sorted_view.headers and "Public Noisy" in sorted_view.text
