@@ -32,6 +32,11 @@ def test_a_visitors_board_is_shared_until_the_board_changes(
     again = visitor.get(BOARD, headers={"If-None-Match": tag})
     assert again.status_code == 304 and again.headers["etag"] == tag and not again.content
     assert TestClient(client.app).get(BOARD).content == first.content  # the same bytes
+    packed = visitor.get(BOARD, headers={"Accept-Encoding": "gzip"})
+    assert packed.headers["content-encoding"] == "gzip" and packed.content == first.content
+    assert int(packed.headers["content-length"]) < len(first.content) / 2  # sent compressed
+    plain = visitor.get(BOARD, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.content == first.content
 
     # a private run changes nothing a visitor sees; a public one is a new version of the board
     upload(owner, token, synthetic["strong"], "Private Strong", visibility="private")
