@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,7 @@ import yaml
 
 from medvidbench.core.config import Settings
 from medvidbench.core.judge.fake_server import FakeJudgeServer
+from tests.server.conftest import service_missing
 from tests.server.deploy_doc import code_blocks, commands
 from tests.server.private_services import PrivatePostgres, private_postgres, private_redis
 
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent  # medvidbench and uvicorn of the environment under test
 SECRET = "test-secret-key-" + "x" * 32
+METRICS_TOKEN = "metrics-token-" + "y" * 24
 
 
 def _free_port() -> int:
@@ -326,6 +329,56 @@ def _unit(path: Path) -> dict[str, str]:
     return keys
 
 
+def _scraped_by_prometheus(stack: Stack, base: str, query: str) -> None:
+    """A private Prometheus with docs/deploy.md's scrape configuration (its first job, over
+    plain HTTP to this test's web, scraping every second) answers ``query`` with the web's
+    job metrics, under Prometheus's own ``job`` label."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        service_missing("Prometheus (apt-get install prometheus)", RuntimeError("not installed"))
+    (block,) = [b for b in code_blocks() if b.lang == "yaml" and "scrape_configs" in b.text]
+    documented = yaml.safe_load(block.text)["scrape_configs"][0]
+    assert documented["job_name"] == "medvidbench"
+    folder = stack.data.parent / "prometheus"
+    folder.mkdir()
+    (folder / "token").write_text(METRICS_TOKEN)
+    job = {
+        **documented,
+        "scheme": "http",
+        "scrape_interval": "1s",
+        "authorization": {"credentials_file": str(folder / "token")},
+        "static_configs": [{"targets": [base.removeprefix("http://")]}],
+    }
+    (folder / "prometheus.yml").write_text(yaml.safe_dump({"scrape_configs": [job]}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [binary, f"--config.file={folder / 'prometheus.yml'}",
+         f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline, found = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not found:
+            time.sleep(1)
+            try:
+                answer = httpx.get(
+                    f"http://127.0.0.1:{port}/api/v1/query", params={"query": query}, timeout=5
+                ).json()
+            except httpx.HTTPError:
+                continue
+            found = answer.get("data", {}).get("result", [])
+        assert found, f"Prometheus found nothing for {query}"
+        labels = found[0]["metric"]
+        assert labels["job"] == "medvidbench" and "exported_job" not in labels, labels
+        assert float(found[0]["value"][1]) >= 1
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_the_systemd_units_run(stack: Stack) -> None:
     web_unit = _unit(DEPLOY / "medvidbench-web.service")
     worker_unit = _unit(DEPLOY / "medvidbench-worker@.service")
@@ -346,6 +399,7 @@ def test_the_systemd_units_run(stack: Stack) -> None:
             "MEDVIDBENCH_SECRET_KEY": SECRET,
             "PROMETHEUS_MULTIPROC_DIR": multiproc,
             "MEDVIDBENCH_METRICS_ALLOW": "127.0.0.1",  # the operator names the scraper
+            "MEDVIDBENCH_METRICS_TOKEN": METRICS_TOKEN,  # and gives Prometheus the token
         }
     )
 
@@ -404,10 +458,19 @@ def test_the_systemd_units_run(stack: Stack) -> None:
             start = next(i for i, w in enumerate(words) if w.endswith("/bin/medvidbench"))
             local = [w.replace("/tmp/ground_truth.json", str(test_set)) for w in words[start:]]
             _run(stack.command(local), env, stdin="a long enough password 1\n" * 2)
-        token = _run([str(BIN / "medvidbench"), "tokens", "create", "admin"], env)
-        assert token.strip().startswith("mvb_")  # the administrator exists
+        token = _run([str(BIN / "medvidbench"), "tokens", "create", "admin"], env).split()[-1]
+        assert token.startswith("mvb_")  # the administrator exists
         board = httpx.get(f"{base}/api/v1/benchmarks/medvidbench", timeout=10)
         assert board.status_code == 200 and board.json()["demo"] is False, board.text
+        # a submission scored by the worker unit, its job timed on the machine's metrics
+        out = _run(
+            [str(BIN / "medvidbench"), "submit", str(test_set.parent / "predictions_strong.json"),
+             "--server", base, "--token", token, "--model-name", "Units", "--wait",
+             "--timeout", "180"],
+            env,
+        )  # fmt: skip
+        assert "Units" in out or "scored" in out, out
+        _scraped_by_prometheus(stack, base, 'medvidbench_job_duration_seconds_count{step="score"}')
     finally:
         assert worker_unit["KillSignal"] == "SIGTERM"
         assert _stop(worker, timeout=float(worker_unit["TimeoutStopSec"])) == 0
