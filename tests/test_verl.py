@@ -205,7 +205,11 @@ def test_documented_recipe_through_verl(
         assert row["data_source"] == f"medvidbench/{sample.task}"
         video, text = row["raw_prompt"][0]["content"]
         frames = records[sample.index]["video"]
-        assert video == {"type": "video", "video": [os.path.join(media, f) for f in frames]}
+        assert video == {
+            "type": "video",
+            "video": [os.path.join(media, f) for f in frames],
+            "sample_fps": sample.fps,  # the rate the frames were sampled at (0.2-1.0 here)
+        }
         assert text == {"type": "text", "text": "\n" + sample.question}
     # the same rows as .jsonl, which verl reads too
     done = _prepare(
@@ -390,9 +394,22 @@ def test_video_files_and_relative_paths(synthetic: dict[str, Path], tmp_path: Pa
     import pyarrow.parquet as pq
 
     rows = pq.read_table(out).to_pylist()
-    assert rows[0]["videos"] == [{"video": "/abs/clips/0.mp4"}]
-    assert rows[1]["videos"] == [{"video": "/m/clips/1.mp4"}]
+    fps = [float(r["metadata"]["fps"]) for r in records[:2]]
+    assert rows[0]["videos"] == [{"video": "/abs/clips/0.mp4", "fps": fps[0]}]
+    assert rows[1]["videos"] == [{"video": "/m/clips/1.mp4", "fps": fps[1]}]
     assert rows[1]["prompt"][0]["content"].startswith("<video>\n")
+    # a record that gives the clip's times in its video file: read from there to there
+    records[2]["metadata"] |= {"input_video_start_time": "12.5", "input_video_end_time": "72.5"}
+    records[3]["metadata"] |= {"input_video_start_time": "9", "input_video_end_time": "3"}
+    (tmp_path / "timed.json").write_text(json.dumps(records))
+    done = _prepare(tmp_path / "timed.json", "--style", "verl", "--out", tmp_path / "t.jsonl")
+    assert done.exit_code == 0, done.output
+    timed = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert timed[2]["videos"][0] | {"video": ""} == {
+        "video": "", "fps": float(records[2]["metadata"]["fps"]),
+        "video_start": 12.5, "video_end": 72.5,
+    }  # fmt: skip
+    assert "video_start" not in timed[3]["videos"][0]  # an end before its start: no range
     # video files and frame lists in one file cannot share a Parquet column: said, not a crash
     records[0]["video"] = ["f/0.jpg", "f/1.jpg"]
     (tmp_path / "mixed.json").write_text(json.dumps(records))

@@ -128,14 +128,35 @@ def prompt(item: Sample) -> dict[str, Any]:
 
 
 def visuals(item: Sample, record: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """The clip as the training file's record names it (``video``: a video file or its frame
-    files), read as the exported lmms-eval task reads it; nothing when the record names none."""
+    """The clip as the training file's record names it, with its time axis in the keys
+    qwen-vl-utils reads (verl hands the entry to its ``fetch_video``): frame files as
+    ``{"video": [frames], "sample_fps": F}``, F the rate they were sampled at (``metadata.fps``:
+    without it a frame list is read at 2 frames a second, and every answer in seconds is off
+    by 2/F); a video file as ``{"video": path, "fps": F}``, sampled at the clip's own rate, with
+    ``video_start``/``video_end`` (seconds) when the record gives the clip's times
+    (``metadata.input_video_start_time``/``_end_time``): otherwise the whole file is read, so
+    it must be the clip. Nothing when the record names no video."""
     video = record.get("video")
     if isinstance(video, str) and video:
-        return {"images": [], "videos": [{"video": video}]}
+        clip: dict[str, Any] = {"video": video, "fps": item.fps}
+        meta = record.get("metadata")
+        times = _clip_times(meta) if isinstance(meta, Mapping) else None
+        if times is not None:
+            clip["video_start"], clip["video_end"] = times
+        return {"images": [], "videos": [clip]}
     if isinstance(video, list) and video and all(isinstance(f, str) for f in video):
-        return {"images": [], "videos": [{"video": list(video)}]}
+        return {"images": [], "videos": [{"video": list(video), "sample_fps": item.fps}]}
     return {"images": [], "videos": []}
+
+
+def _clip_times(meta: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The clip's start and end in seconds of its video file, when the record gives both."""
+    try:
+        start = float(meta["input_video_start_time"])
+        end = float(meta["input_video_end_time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (start, end) if 0 <= start < end < float("inf") else None
 
 
 # --- the rule-based terms ---------------------------------------------------------------------
