@@ -158,3 +158,25 @@ def test_a_value_off_its_declared_scale_keeps_a_proper_interval() -> None:
     values = np.random.default_rng(1).normal(50.0, 1.0, size=500)
     got, _ = metric_interval(values, 50.0, 100, (0.0, 1.0))
     assert got is not None and got[0] < 50.0 < got[1]
+
+
+def test_two_equal_models_on_eight_clusters_are_rarely_called_different() -> None:
+    """Paired differences get the metric intervals' few-cluster correction: uncorrected, two
+    equally good models on 8 clusters were 'distinguishable' in about 9-12 % of test sets."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    from bench_intervals import _paired_sets  # the simulation the bench script prints
+
+    plain, corrected, _ = _paired_sets(8, 600, 300, 2026, 0.0)
+    assert corrected <= 0.065, corrected
+    assert plain > corrected  # the correction is what brings it down
+
+
+def test_the_detectable_difference_uses_t_quantiles_below_thirty_clusters() -> None:
+    d = np.random.default_rng(1).normal(0, 0.1, 400)
+    many, few = minimum_detectable(d), minimum_detectable(d, clusters=8)
+    assert many is not None and few is not None
+    assert few > many * 1.2  # t(7) quantiles and CR1's factor: a larger difference is needed
+    assert minimum_detectable(d, clusters=FEW_CLUSTERS) == many

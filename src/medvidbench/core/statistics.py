@@ -28,6 +28,7 @@ from medvidbench.core.intervals import (
     interval,
     metric_interval,
     minimum_detectable,
+    paired_interval,
 )
 
 __all__ = ["CONFIDENCE", "interval"]
@@ -403,9 +404,13 @@ def paired(
     point_a: Mapping[str, float | None],
     point_b: Mapping[str, float | None],
     confidence: float = CONFIDENCE,
+    clusters: Mapping[str, int] | None = None,
 ) -> list[Difference]:
     """Per metric, the difference of two entries' values and its interval from their shared
-    replicates (both ``replicates x keys``, drawn with the same seed on the same test set)."""
+    replicates (both ``replicates x keys``, drawn with the same seed on the same test set);
+    ``clusters``: per metric, the clusters its items fall in (the bootstrap's
+    ``metric_clusters``), below :data:`~medvidbench.core.intervals.FEW_CLUSTERS` of which the
+    interval is widened and the detectable difference uses t quantiles."""
     out = []
     for j, k in enumerate(keys):
         pa, pb = point_a.get(k), point_b.get(k)
@@ -414,7 +419,10 @@ def paired(
         if diff == 0 and not np.nanmax(np.abs(spread), initial=0.0):
             out.append(Difference(k, 0.0, None, None, identical=True))
             continue
-        iv = interval(spread, confidence) if diff is not None else None
-        found = minimum_detectable(spread) if diff is not None else None
-        out.append(Difference(k, diff, iv, found))
+        if diff is None:
+            out.append(Difference(k, None, None, None))
+            continue
+        g = (clusters or {}).get(k)
+        iv, _ = paired_interval(spread, diff, g, confidence)
+        out.append(Difference(k, diff, iv, minimum_detectable(spread, g)))
     return out

@@ -58,11 +58,10 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
             )
             continue
         va, vb = Bootstrap.aligned(base, keys), Bootstrap.aligned(other, keys)
-        out.append(
-            Comparison(
-                first.model_name, row.model_name, paired(vb, va, keys, row.metrics, first.metrics)
-            )
-        )
+        # the same test set and seed: the clusters each metric's items fall in are the same
+        clusters = base.get("metric_clusters") or None
+        differences = paired(vb, va, keys, row.metrics, first.metrics, clusters=clusters)
+        out.append(Comparison(first.model_name, row.model_name, differences))
     return out
 
 
@@ -78,24 +77,38 @@ def detectable(runtime: Runtime, slug: str) -> dict[str, Any] | None:
     )
 
 
+def _metric_clusters(runtime: Runtime, evaluation_id: int) -> dict[str, int]:
+    """Per metric, the clusters its items fall in, as an evaluation's bootstrap counted them
+    (the same for every evaluation of the test set)."""
+    from sqlalchemy import select
+
+    from medvidbench.server.store.models import Evaluation
+
+    with runtime.sessions() as session:
+        stats = session.scalar(select(Evaluation.statistics).where(Evaluation.id == evaluation_id))
+    return {str(k): int(v) for k, v in ((stats or {}).get("metric_clusters") or {}).items()}
+
+
 def _detectable(runtime: Runtime, bench_id: int) -> dict[str, Any] | None:
     from medvidbench.core.intervals import minimum_detectable
     from medvidbench.core.standings import MISSING_CODE
 
-    best: tuple[str, list[np.ndarray], Any] | None = None
+    best: tuple[str, list[np.ndarray], Any, int] | None = None
     for kind in KINDS:
         read = read_board(runtime, kind, bench_id)
-        codes = []
+        codes, one = [], 0
         for r in board_rows(runtime, kind, benchmark_id=bench_id):
             ev = read.evals.get(r.submission_id) if r.submission_id else None
             held = read.prepared.get(ev.id) if ev is not None else None
             if r.rank_interval is not None and held is not None and held.codes is not None:
                 codes.append(held.codes)  # bootstrapped with the board: paired
+                one = one or ev.id  # type: ignore[union-attr]
         if len(codes) >= 2 and (best is None or len(codes) > len(best[1])):
-            best = (kind, codes, read.definition)
+            best = (kind, codes, read.definition, one)
     if best is None:
         return None
-    kind, codes, definition = best
+    kind, codes, definition, one = best
+    clusters = _metric_clusters(runtime, one)
     # neighbours equal on every metric and resample: identical entries (the same baseline
     # submitted twice), which say nothing about how large a real lead must be
     identical = sum(bool(np.array_equal(a, b)) for a, b in itertools.pairwise(codes))
@@ -112,7 +125,9 @@ def _detectable(runtime: Runtime, bench_id: int) -> dict[str, Any] | None:
             if np.array_equal(x[:n], y[:n]):
                 continue  # the same on every resample: says nothing about a real lead
             # the rank codes hold the values to 3 decimals (negated where higher is better)
-            mdd = minimum_detectable((x[:n] - y[:n]).astype(np.float64) / 1000.0)
+            mdd = minimum_detectable(
+                (x[:n] - y[:n]).astype(np.float64) / 1000.0, clusters.get(m.key)
+            )
             if mdd is not None:
                 found.append(mdd)
         if found:
