@@ -64,6 +64,7 @@ SMOKE: dict[str, list[str]] = {
     ],
     "bench_medsg.py": ["--items", "200", "--runs", "1"],
     "bench_parsers.py": ["--sizes", "200,400", "--runs", "1"],
+    "bench_ranks.py": ["--boards", "5", "--replicates", "100"],
     "bench_rewards.py": [
         "--completions",
         "100",

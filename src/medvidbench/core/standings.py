@@ -2,22 +2,32 @@
 
 Every entry of a board is ranked again by the published rule's first key (each ranked metric's
 competition rank on 3 decimals, averaged) in each of the board's shared bootstrap replicates, so
-two entries' positions are paired replicate by replicate. From those positions, as Chatbot Arena
-defines ranks:
+two entries' positions are paired replicate by replicate. From those positions:
 
-- an entry is **significantly better** than another when it is ahead of it in at least 97.5 % of
-  the replicates (a paired two-sided test at 5 %);
+- an entry is **significantly better** than another when it is ahead of it in at least
+  ``need`` of the replicates, every pair of the board tested at once: ``need`` is set from the
+  replicates so that the percentile intervals of all pairs hold together in 95 % of them (a
+  simultaneous test; one pair alone would need 97.5 %), and is stricter below 30 clusters
+  (:func:`significance`);
 - its **rank** is 1 + the number of entries significantly better than it: entries that cannot be
-  told apart share a rank (and a medal), identical ones always;
+  told apart share a rank (and a medal), identical ones always; rank 1 is then every entry that
+  could be the best;
 - its **rank interval** runs from that rank to the number of entries minus those it is
-  significantly better than: every place it could hold, so the rank is always inside it;
+  significantly better than: every place it could hold, so the rank is always inside it, and
+  because every pair is tested at once, all the intervals of a board hold together;
 - **groups** follow the board's order: a row joins the group of the row heading it unless that
   row is significantly better than it, a paired test against the head, never a chain of
   overlapping intervals.
+
+This is the simultaneous rank inference of Mogstad, Romano, Shaikh and Wilhelm (2024), made
+with percentile intervals of the paired positions rather than studentized differences of
+metric values (a board orders by an average of ranks, not by one estimate per model).
+``bench/bench_ranks.py`` measures what it promises.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,11 +38,20 @@ from medvidbench.core.intervals import CONFIDENCE
 
 # Ranks use the first this many of an entry's stored replicates. The draws are independent and
 # shared by every entry, so a prefix is a smaller bootstrap of the same kind, still paired; the
-# metric intervals keep all of them. A pair is decided at 195 of 200 rather than 975 of 1,000:
-# on boards like the real ones an end of a rank interval moves by at most three places against
-# 1,000 and four in five do not move (tests/test_statistics.py checks it), while a board ranks
-# five times faster (docs/performance.md).
+# metric intervals keep all of them. A board ranks five times faster than with 1,000
+# (docs/performance.md); below 30 clusters it ranks with all of them (:func:`rank_replicates`).
 RANK_REPLICATES = 200
+
+
+def rank_replicates(stored: int, clusters: int | None) -> int:
+    """How many of an evaluation's ``stored`` replicates its board ranks with: the first
+    :data:`RANK_REPLICATES`, or all of them on a test set of few clusters, whose stricter test
+    reads a thinner tail (and whose boards are small)."""
+    from medvidbench.core.intervals import FEW_CLUSTERS
+
+    if clusters is not None and clusters < FEW_CLUSTERS:
+        return stored
+    return min(RANK_REPLICATES, stored)
 
 
 def _min_ranks(values: np.ndarray) -> np.ndarray:
@@ -187,62 +206,139 @@ class Standings:
     ranks: np.ndarray  # per entry: 1 + the number of entries significantly better
     bounds: np.ndarray  # entries x 2: the rank, and the last place the entry could hold
     groups: list[int]  # along the order given, the group of each row
+    need: int = 0  # replicates an entry must be ahead in to be significantly better
 
     @classmethod
     def of(
-        cls, positions: np.ndarray, order: Sequence[int], confidence: float = CONFIDENCE
+        cls,
+        positions: np.ndarray,
+        order: Sequence[int],
+        confidence: float = CONFIDENCE,
+        clusters: int | None = None,
     ) -> Standings:
         """From entries x replicates positions (or anything ordering and tying as they do in
-        each replicate, lower first: :func:`rank_sums`) and the board's order (entry
-        indices)."""
-        ahead = significance(positions, _needed(positions.shape[1], confidence))
+        each replicate, lower first: :func:`rank_sums`), the board's order (entry indices)
+        and the number of clusters the replicates resample (below
+        :data:`~medvidbench.core.intervals.FEW_CLUSTERS` the test is stricter)."""
+        ahead, need = significance(positions, confidence, clusters)
         entries = positions.shape[0]
         ranks = 1 + ahead.sum(axis=0).astype(np.int64)
         bounds = np.stack([ranks, entries - ahead.sum(axis=1).astype(np.int64)], axis=1)
-        return cls(ranks, bounds, _groups(ahead, order))
+        return cls(ranks, bounds, _groups(ahead, order), need)
 
 
-def _needed(reps: int, confidence: float) -> int:
-    """Replicates an entry must be ahead in to be significantly better: 97.5 % of them."""
-    return int(np.ceil((1 - (1 - confidence) / 2) * reps - 1e-9))
+def significance(
+    positions: np.ndarray, confidence: float = CONFIDENCE, clusters: int | None = None
+) -> tuple[np.ndarray, int]:
+    """``[j, i]``: whether entry j is significantly better than entry i, every pair of the
+    board tested at once at ``confidence``; and ``need``, the number of replicates an entry
+    must be ahead in.
 
+    A pair is a paired test on the replicates: j is significantly better than i when j is
+    ahead of i in at least ``need`` of them (ahead strictly; a tie is not ahead). One pair
+    alone, at 95 %, would need 97.5 % of them (195 of 200). A board asks every pair at once, so
+    ``need`` is set from the replicates themselves, a simultaneous percentile interval for
+    every pair: in each replicate, each pair's value (i's position minus j's) has a lower tail
+    count (the replicates at or below it) and an upper one (at or above it); the allowance
+    ``tau`` is the largest count such that at most 2.5 % of the replicates have some pair
+    with a lower tail count of ``tau`` or less, and at most 2.5 % some pair with such an upper
+    one. So every pair's interval (the values with both tail counts above ``tau``) holds in
+    95 % of the replicates together, and j is significantly better when j is behind or level
+    in ``tau`` replicates or fewer: ``need`` = replicates - ``tau``. Below
+    :data:`~medvidbench.core.intervals.FEW_CLUSTERS` clusters the 2.5 % per side shrinks to
+    the normal tail beyond a quantile widened by t(G-1)/z and CR1's sqrt(G / (G-1)) (0.6 % at
+    8 clusters).
 
-def significance(positions: np.ndarray, need: int) -> np.ndarray:
-    """``[j, i]``: whether entry j is significantly better than entry i (ahead of it in at least
-    ``need`` replicates).
-
-    Exact. Entries whose ranges of positions do not meet are decided by their ranges (one is
-    ahead in every replicate); only pairs whose ranges overlap are counted replicate by
-    replicate. In the order of the entries' mean positions those pairs lie in a band beside
-    the diagonal, so a block of entries is compared with one contiguous slice of the entries
-    after it, not pair by pair."""
+    Only pairs whose ranges of positions meet are counted: the others are decided by their
+    ranges (one is ahead in every replicate). In the order of the entries' mean positions those
+    pairs lie in a band beside the diagonal, so a block of entries is compared with one
+    contiguous slice of the entries after it, not pair by pair."""
     entries, reps = positions.shape
-    order = np.argsort(positions.mean(axis=1), kind="stable")  # any order is exact; this is quick
-    small = entries == 0 or (positions.min() > -(2**14) and positions.max() < 2**14)
-    pos = np.ascontiguousarray(positions[order].astype(np.int16 if small else np.int64))
+    order = np.argsort(positions.mean(axis=1), kind="stable")
+    pos = np.ascontiguousarray(positions[order].astype(np.int64))
     low, high = pos.min(axis=1), pos.max(axis=1)
     ahead = high[:, None] < low[None, :]  # ahead in every replicate
     # the last entry after a whose range may still meet a's: beyond it every range starts later
-    starts = np.minimum.accumulate(low[::-1])[::-1]
+    starts = np.minimum.accumulate(low[::-1])[::-1] if entries else low
     last = np.searchsorted(starts, high, side="right") - 1
-    count = np.uint8 if reps < 256 else np.int64  # summed in bytes while a count fits one
+    found = []  # per block: rows, cols, and how often each is ahead of the other
+    lowest = np.full(reps, reps, dtype=np.int64)  # per replicate, the smallest lower tail count
+    highest = np.full(reps, reps, dtype=np.int64)  # and the smallest upper one
     for top in range(0, entries - 1, _BLOCK):
         rows = np.arange(top, min(top + _BLOCK, entries - 1))
         end = int(last[rows].max()) + 1
         if end <= top + 1:
             continue
         cols = np.arange(top + 1, end)
-        d: np.ndarray = pos[top + 1 : end][None, :, :] - pos[rows][:, None, :]
-        behind = (d > 0).view(np.uint8).sum(axis=2, dtype=count) >= need  # [row, col]
-        before = (d < 0).view(np.uint8).sum(axis=2, dtype=count) >= need
         mine = (cols[None, :] > rows[:, None]) & (cols[None, :] <= last[rows][:, None])
+        mine &= ~(high[rows][:, None] < low[cols][None, :])  # the ranges meet
+        mine &= ~(high[cols][None, :] < low[rows][:, None])
         r, c = np.nonzero(mine)
-        ahead[rows[r], cols[c]] = behind[r, c]
-        ahead[cols[c], rows[r]] = before[r, c]
+        if not len(r):
+            continue
+        d = pos[cols[c]] - pos[rows[r]]  # pairs x replicates: > 0 where the row is ahead
+        below, above = _tail_counts(d)
+        np.minimum(lowest, below.min(axis=0), out=lowest)
+        np.minimum(highest, above.min(axis=0), out=highest)
+        found.append((rows[r], cols[c], (d > 0).sum(axis=1), (d < 0).sum(axis=1)))
+    need = _needed(lowest, highest, reps, confidence, clusters)
+    for rows, cols, row_ahead, col_ahead in found:
+        ahead[rows, cols] = row_ahead >= need
+        ahead[cols, rows] = col_ahead >= need
     back = np.empty(entries, dtype=np.int64)
     back[order] = np.arange(entries)
     out: np.ndarray = ahead[back][:, back]
-    return out
+    return out, need
+
+
+def _tail_counts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair (row) and replicate: the replicates at or below its value, and at or above.
+
+    By counting: positions are whole numbers, so each pair's values span little; one histogram
+    of every pair at once (each offset by its pair), and one running sum."""
+    pairs, reps = d.shape
+    shifted = d - d.min(axis=1, keepdims=True)
+    span = int(shifted.max()) + 1 if d.size else 1
+    keys = shifted + np.arange(pairs, dtype=np.int64)[:, None] * span
+    small = np.int16 if reps < 2**15 else np.int64  # a count never exceeds the replicates
+    counts = np.bincount(keys.ravel(), minlength=pairs * span).astype(small).reshape(pairs, span)
+    upto = np.cumsum(counts, axis=1, dtype=small).ravel()  # at or below each value, per pair
+    below = upto[keys].astype(np.int64)
+    above = reps - below + counts.ravel()[keys]  # at or above: all but those strictly below
+    return below, above
+
+
+def _needed(
+    lowest: np.ndarray, highest: np.ndarray, reps: int, confidence: float, clusters: int | None
+) -> int:
+    """Replicates an entry must be ahead in (see :func:`significance`)."""
+    if reps <= 1:
+        return 1  # fixed values: ahead is ahead
+    tail = (1 - confidence) / 2  # per side
+    factor = _few_clusters_factor(clusters, confidence)
+    if factor > 1:
+        from scipy.special import ndtr, ndtri
+
+        tail = float(ndtr(factor * ndtri(tail))) if math.isfinite(factor) else 0.0
+    per_side = int(tail * reps + 1e-9)  # replicates that may fall outside, per side
+    tau = min(int(np.sort(lowest)[per_side]), int(np.sort(highest)[per_side])) - 1
+    # never fewer than half: where the tails jump (positions are whole numbers) a larger
+    # allowance decides nothing more, and would read oddly
+    return reps - min(max(tau, 0), (reps - 1) // 2)
+
+
+def _few_clusters_factor(clusters: int | None, confidence: float) -> float:
+    """t(G-1)/z at the two-sided level and CR1's sqrt(G / (G-1)) below FEW_CLUSTERS; else 1."""
+    from medvidbench.core.intervals import FEW_CLUSTERS
+
+    if clusters is None or clusters >= FEW_CLUSTERS:
+        return 1.0
+    if clusters < 2:
+        return math.inf  # one cluster: nothing can be told apart
+    from scipy.special import ndtri, stdtrit
+
+    q = 1 - (1 - confidence) / 2
+    return float(stdtrit(clusters - 1, q) / ndtri(q)) * math.sqrt(clusters / (clusters - 1))
 
 
 # Entries compared with the band after them at once (a block's differences stay small).

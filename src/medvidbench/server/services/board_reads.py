@@ -47,8 +47,8 @@ class Replicates:
     stored: bool  # a bootstrap was stored (with or without its replicates)
     stamp: tuple[Any, Any, Any] | None
     intervals: dict[str, Any] | None
-    # ranked metrics x RANK_REPLICATES: the replicates' rank codes (the point value's where
-    # the metric has no replicates)
+    # ranked metrics x the replicates a board ranks with (core.standings.rank_replicates): their
+    # rank codes (the point value's where the metric has no replicates)
     codes: np.ndarray | None
 
 
@@ -276,9 +276,10 @@ def _shown(row: Any, created_at: Any, definition: Any) -> Shown:
 def prepare_replicates(
     stats: dict[str, Any] | None, metrics: dict[str, Any], definition: Any
 ) -> Replicates:
-    """The rank codes of an evaluation's first :data:`~medvidbench.core.standings.RANK_REPLICATES`
-    stored replicates (its point values where a metric has none)."""
-    from medvidbench.core.standings import RANK_REPLICATES, rank_codes
+    """The rank codes of the stored replicates an evaluation's board ranks with
+    (:func:`~medvidbench.core.standings.rank_replicates`; its point values where a metric has
+    none)."""
+    from medvidbench.core.standings import rank_codes, rank_replicates
     from medvidbench.core.statistics import Bootstrap
 
     stamp = Bootstrap.stamp(stats)
@@ -286,7 +287,8 @@ def prepare_replicates(
         return Replicates(stats is not None, stamp, None, None)
     keys = list(definition.metric_keys)
     metrics = metrics or {}
-    values = np.empty((min(RANK_REPLICATES, int(stats["replicates"])), len(keys)))
+    clusters = stats.get("clusters")
+    values = np.empty((rank_replicates(int(stats["replicates"]), clusters), len(keys)))
     values[:] = [np.nan if metrics.get(k) is None else float(metrics[k]) for k in keys]
     present = [j for j, k in enumerate(keys) if metrics.get(k) is not None and k in stats["keys"]]
     aligned = Bootstrap.aligned(stats, keys)

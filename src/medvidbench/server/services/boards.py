@@ -241,8 +241,9 @@ def _standings(
     Rows whose evaluations share the board's bootstrap (the most common replicate count and
     seed) are resampled together; every other row (reported numbers, evaluations stored without
     a bootstrap or with other settings) keeps its values in every replicate and gets no
-    interval, with the reason. Ranks use the first :data:`RANK_REPLICATES` replicates; a board
-    with none is ranked on its values alone (ties sharing a rank).
+    interval, with the reason. Ranks use the replicates
+    :func:`~medvidbench.core.standings.rank_replicates` names; a board with none is ranked on
+    its values alone (ties sharing a rank).
     """
     from collections import Counter
 
@@ -271,7 +272,10 @@ def _standings(
         keys.append(id(prepared.codes))  # held (in ``held``) as long as the key is
         out[i]["intervals"] = prepared.intervals
     sums = _rank_sums(per_entry, keys, held)
-    found = Standings.of(sums, order)  # the sums order each replicate as the positions do
+    # the sums order each replicate as the positions do; the stamp's third part is the number
+    # of clusters the replicates resample (few: a stricter test)
+    clusters = board_stamp[2] if board_stamp is not None else None
+    found = Standings.of(sums, order, clusters=clusters)
     ranks, bounds = found.ranks.tolist(), found.bounds.tolist()
     for n, i in enumerate(order):
         out[i]["rank"] = ranks[i]
