@@ -7,6 +7,8 @@ perfect > strong > weak must hold on every task under the same rules.
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,45 @@ HACKS: dict[str, tuple[str, Callable[[Any], str], str, float]] = {
     ),
     "rc: the question copied": ("region_caption", lambda s: s.question, "weak", 0.5),
     "rc: a generic sentence": ("region_caption", lambda s: GENERIC, "weak", 1.0),
+    "rc: the question restated, nothing more": (
+        "region_caption",
+        lambda s: f"{_asked_span(s)}, the object in the region given by the bounding box is busy.",
+        "weak",
+        1.0,
+    ),
+    "dvc: two equal events, one generic caption": (
+        "dense_captioning",
+        lambda s: _equal_events(s, 2),
+        "weak",
+        1.0,
+    ),
+    "dvc: three equal events, one generic caption": (
+        "dense_captioning",
+        lambda s: _equal_events(s, 3),
+        "weak",
+        1.0,
+    ),
+    "nap: every label of the rows' label set (EgoSurgery too)": (
+        "next_action",
+        lambda s: "",  # filled in by the test from the row's own label set
+        "abs",
+        0.0,
+    ),
 }
+
+
+def _asked_span(item: Any) -> str:
+    """The question's "From X seconds to Y seconds" part, as a model echoing it writes it."""
+    import re
+
+    found = re.search(r"From [\d.]+ seconds to [\d.]+ seconds", item.question)
+    return found.group() if found else "From the start to the end"
+
+
+def _equal_events(item: Any, parts: int) -> str:
+    end = clip_end(item)
+    cuts = [end * k / parts for k in range(parts + 1)]
+    return "\n".join(f"{a:.1f}-{b:.1f} seconds: {GENERIC}" for a, b in itertools.pairwise(cuts))
 
 
 def spec_classes(item: Any) -> list[str]:
@@ -111,12 +151,68 @@ def test_each_cheap_answer_stays_under_its_ceiling(name: str, setup: dict[str, A
     if name.startswith("nap"):  # where the class list is known (not EgoSurgery: docs)
         idx = [i for i in idx if len(spec_classes(setup["gt"].samples[i])) >= 2]
     rewarder = Rewarder(setup["stats"])
-    hack = score(rewarder, setup, idx, [make(setup["gt"].samples[i]) for i in idx])
+    texts = [make(setup["gt"].samples[i]) for i in idx]
+    if name.startswith("nap: every label of the rows'"):
+        idx = members(setup, task)  # every row, its dataset's label set carried by the row
+        texts = [", ".join(_labels_of(setup, i)) for i in idx]
+    hack = score(rewarder, setup, idx, texts)
     if kind == "abs":
         assert float(hack.reward.max()) <= ceiling, name
     else:
         weak = score(rewarder, setup, idx, [setup["answers"]["weak"][i] for i in idx])
         assert float(hack.reward.mean()) < ceiling * float(weak.reward.mean()), name
+
+
+def _labels_of(setup: dict[str, Any], i: int) -> list[str]:
+    """The classes a row's reward knows: its carried label set, else the shipped list."""
+    carried = json.loads(setup["cols"][i])["item"].get("label_set")
+    return list(carried) if carried else spec_classes(setup["gt"].samples[i])
+
+
+def test_the_egosurgery_rows_carry_their_label_set() -> None:
+    """The all-labels guard needs the class list where no list ships (issue #35): the rows of
+    such a dataset carry it, and a row of one is among the synthetic set's."""
+    from medvidbench.benchmarks.medvidbench.rewards import row_extras
+
+    samples = [s for s in load_ground_truth_demo() if s.task == "next_action"]
+    extras = row_extras(samples)
+    carried = {s.dataset for s, e in zip(samples, extras, strict=True) if e.get("label_set")}
+    assert "EgoSurgery" in carried
+
+
+def load_ground_truth_demo() -> list[Any]:
+    import tempfile
+
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+
+    files = write_synthetic(Path(tempfile.mkdtemp()), samples=1200, seed=3)
+    return list(load_ground_truth(files["ground_truth"]).samples)
+
+
+def test_a_correct_answer_that_restates_the_question_keeps_its_reward(
+    setup: dict[str, Any],
+) -> None:
+    """VLMs restate the question before answering: the reference preceded by the question's
+    time span and subject earns at least 0.9 of what the reference itself earns (it earned
+    0.397 against 1.0 before), while the restatement alone earns nothing beyond the weak
+    model's (the HACKS above)."""
+    idx = members(setup, "region_caption")
+    rewarder = Rewarder(setup["stats"])
+    items = [setup["gt"].samples[i] for i in idx]
+    plain = score(rewarder, setup, idx, [s.answer for s in items])
+    echoed = score(
+        rewarder,
+        setup,
+        idx,
+        [
+            f"{_asked_span(s)}, the object in the region given by the bounding box: {s.answer}"
+            for s in items
+        ],
+    )
+    assert float(echoed.reward.mean()) >= 0.9 * float(plain.reward.mean())
+    similarity = echoed.terms["similarity"], plain.terms["similarity"]
+    assert float(similarity[0].mean()) >= 0.9 * float(similarity[1].mean())
 
 
 def test_repeated_dvc_events_count_once(setup: dict[str, Any]) -> None:

@@ -53,9 +53,11 @@ class TaskReward:
         mean_of: The metrics that equal the mean of ``score`` over the task's samples under the
             reward profile (empty when the metric is not such a mean, such as a balanced
             accuracy).
-        guard: ``(items, texts) -> array`` of 0-1 multipliers for cheap answers the scorer
-            would pay for (an answer that names every class, a caption padded far beyond the
-            reference's length); applied to the raw and the normalised reward alike. None: 1.
+        guard: ``(items, texts, options) -> array`` of 0-1 multipliers for cheap answers the
+            scorer would pay for (an answer that names every class, a caption padded far beyond
+            the reference's length); ``options`` are the batch's scoring options (what
+            ``RewardSpec.batch_options`` gives, such as the class lists the rows carry); applied
+            to the raw and the normalised reward alike. None: 1.
         variants: Alternative rule-based raw rewards by name (TAL ``iou``: the continuous
             set-level IoU), ``(items, texts, results) -> array``, chosen with the rewarder's
             ``variants`` option; statistics record the variants they were fitted with.
@@ -68,7 +70,7 @@ class TaskReward:
     judged: bool = False
     about: str = ""
     mean_of: tuple[str, ...] = ()
-    guard: Callable[[Sequence[Any], Sequence[str]], np.ndarray] | None = None
+    guard: Callable[[Sequence[Any], Sequence[str], Mapping[str, Any]], np.ndarray] | None = None
     variants: Mapping[
         str, Callable[[Sequence[Any], Sequence[str], Sequence[SampleResult]], np.ndarray]
     ] = field(default_factory=dict)

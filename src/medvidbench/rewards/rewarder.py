@@ -322,7 +322,9 @@ class Rewarder:
                 terms["format"][idx] = [float(bool(_ALNUM.search(str(t)))) for t in batch]
             if reward.similarity is not None:
                 terms[SIMILARITY][idx] = reward.similarity(items, batch, ctx.embedder())
-            terms["guard"][idx] = 1.0 if reward.guard is None else reward.guard(items, batch)
+            terms["guard"][idx] = (
+                1.0 if reward.guard is None else reward.guard(items, batch, ctx.options)
+            )
         if judging is not None:
             for idx, values in judging():
                 terms[JUDGE][idx] = values

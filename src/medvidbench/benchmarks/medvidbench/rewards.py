@@ -232,13 +232,18 @@ LENGTH_FLOOR = 40  # words: below this, no caption is too long
 WHOLE_CLIP = 0.9  # a single DVC event covering this much of the clip or more
 
 
-def _nap_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
+def _nap_guard(
+    items: Sequence[Sample], texts: Sequence[str], options: Mapping[str, Any]
+) -> np.ndarray:
     """0 for an answer that names two or more of the item's classes (a hedge that lists the
-    options, such as a copied question), else 1."""
+    options, such as a copied question), else 1. The classes are the shipped list, or, for a
+    dataset whose list comes from its labels (EgoSurgery), the label set the rows carry."""
     out = np.ones(len(items))
+    label_sets = options.get("label_sets") or {}
     for n, (item, text) in enumerate(zip(items, texts, strict=True)):
         answer = nap.normalize(str(text), True)
-        classes = {nap.normalize(c, True) for c in _classes_of(item)}
+        listed = label_sets.get(item.dataset) or _classes_of(item)
+        classes = {nap.normalize(c, True) for c in listed}
         named = [c for c in classes if c and c in answer]
         named = [c for c in named if not any(c != o and c in o for o in named)]
         if len(named) >= HEDGE_CLASSES:
@@ -254,7 +259,9 @@ def _classes_of(item: Sample) -> list[str]:
         return [item.answer]
 
 
-def _length_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
+def _length_guard(
+    items: Sequence[Sample], texts: Sequence[str], options: Mapping[str, Any] | None = None
+) -> np.ndarray:
     """``LENGTH_RATIO * reference words / answer words`` (at most 1) for a caption padded far
     beyond its reference's length; 1 up to ``LENGTH_FLOOR`` words."""
     out = np.ones(len(items))
@@ -266,17 +273,20 @@ def _length_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _dvc_guard(items: Sequence[Sample], texts: Sequence[str]) -> np.ndarray:
-    """A single event covering the whole clip, where the reference has several, is the
-    trivial answer: 0; else the caption length guard."""
+def _dvc_guard(
+    items: Sequence[Sample], texts: Sequence[str], options: Mapping[str, Any] | None = None
+) -> np.ndarray:
+    """The clip covered by events that all say the same thing (one whole-clip event, or the
+    clip cut into equal parts under one caption), where the reference has several events, is
+    the trivial answer: 0; else the caption length guard."""
     out = _length_guard(items, texts)
     for n, (item, text) in enumerate(zip(items, texts, strict=True)):
         gt, pred = dvc.truth(item.structure()), dvc.parse(str(text), strict=True)
-        if len(gt) >= 2 and len(pred) == 1:
-            span = max(e[1] for e in gt) - min(e[0] for e in gt)
-            start, end = pred[0][0], pred[0][1]
-            covered = max(0.0, min(end, max(e[1] for e in gt)) - max(start, min(e[0] for e in gt)))
-            if span > 0 and covered / span >= WHOLE_CLIP:
+        captions = {" ".join(str(e[2]).lower().split()) for e in pred}
+        if len(gt) >= 2 and pred and len(captions) == 1:
+            first, last = min(e[0] for e in gt), max(e[1] for e in gt)
+            marked = _union([(max(a, first), min(b, last)) for a, b, *_ in pred if b > first])
+            if last > first and _length(marked) / (last - first) >= WHOLE_CLIP:
                 out[n] = 0.0
     return out
 
@@ -294,14 +304,67 @@ def beyond_question(to_reference: np.ndarray, to_question: np.ndarray) -> np.nda
     return out
 
 
+ECHO_WORDS = 4  # a run of this many words or more of the question, repeated in an answer
+BRIDGE_WORDS = 3  # at most this many words between two such runs (or before the first) go too
+_WORDS = re.compile(r"[^\W_]+(?:[.,'][^\W_]+)*")  # words and numbers such as 10.0
+
+
+def without_echo(text: str, question: str) -> str:
+    """``text`` without the runs of :data:`ECHO_WORDS` or more consecutive words (case and
+    punctuation aside) that the question also holds, nor the few words (:data:`BRIDGE_WORDS`)
+    that join such runs or come before the first: a model restating the question ("From 0.0
+    to 10.0 seconds, the object in the region given by the bounding box ...") before its
+    answer is judged on the answer. ``text`` itself when it repeats no such run.
+
+    Examples:
+        >>> without_echo("From 0.0 to 9.0 seconds, the pen cuts.", "What, from 0.0 to 9.0 seconds?")
+        'the pen cuts.'
+    """
+    asked = [w.lower() for w in _WORDS.findall(question)]
+    runs = {tuple(asked[i : i + ECHO_WORDS]) for i in range(len(asked) - ECHO_WORDS + 1)}
+    words = list(_WORDS.finditer(text))
+    said = [m.group().lower() for m in words]
+    echoed = [False] * len(words)
+    for i in range(len(words) - ECHO_WORDS + 1):
+        if tuple(said[i : i + ECHO_WORDS]) in runs:
+            echoed[i : i + ECHO_WORDS] = [True] * ECHO_WORDS
+    if not any(echoed):
+        return text
+    # a few words bridging two runs of the echo, or before its first ("the object" in "From 0.0
+    # to 9.0 seconds, the object in the region given by ..."), belong to the restatement
+    n = 0
+    while n < len(words):
+        if echoed[n]:
+            n += 1
+            continue
+        end = n
+        while end < len(words) and not echoed[end]:
+            end += 1
+        if end < len(words) and end - n <= BRIDGE_WORDS:
+            echoed[n:end] = [True] * (end - n)
+        n = end
+    kept, at = [], 0
+    for m, gone in zip(words, echoed, strict=True):
+        if gone:
+            kept.append(text[at : m.start()])
+            at = m.end()
+    kept.append(text[at:])
+    # the echo's own punctuation goes with it
+    return " ".join(re.sub(r"^[\s,.;:!?-]+", "", "".join(kept)).split())
+
+
 def _whole_similarity(items: Sequence[Sample], texts: Sequence[str], embedder: Any) -> np.ndarray:
-    """Each answer's similarity to its reference beyond the question (:func:`beyond_question`);
-    an answer without a letter or digit (blank, punctuation) 0."""
+    """Each answer's similarity to its reference beyond the question (:func:`beyond_question`),
+    the question's words it restates left out of both (:func:`without_echo`): a restated
+    question says nothing, and the rest is the answer; an answer without a letter or digit
+    (blank, punctuation), or with nothing left, 0."""
     out = np.zeros(len(items))
-    todo = [i for i, t in enumerate(texts) if _WORD.search(t) and items[i].answer.strip()]
+    answers = [without_echo(str(t), items[i].question) for i, t in enumerate(texts)]
+    references = [without_echo(item.answer, item.question) for item in items]
+    todo = [i for i, t in enumerate(answers) if _WORD.search(t) and references[i].strip()]
     if todo:
-        a = embedder.encode([texts[i] for i in todo])
-        b = embedder.encode([items[i].answer for i in todo])
+        a = embedder.encode([answers[i] for i in todo])
+        b = embedder.encode([references[i] for i in todo])
         q = embedder.encode([items[i].question for i in todo])
         out[todo] = beyond_question((a * b).sum(axis=1), (a * q).sum(axis=1))
     return out
