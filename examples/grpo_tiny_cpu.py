@@ -2,16 +2,20 @@
 
 A tiny randomly initialised Llama (2 layers, hidden size 32) and a word-level tokenizer built
 on the fly from the training prompts learn, for a few steps, to answer MedVidBench's rule-based
-questions of the demo set (``medvidbench synth``'s generator). The model learns nothing useful
-in so few steps; the point is the plumbing: ``medvidbench rewards prepare``-style rows, the
-TRL reward function, the per-task metrics it logs through TRL's ``log_metric`` (printed at the
-end) and a rollouts file that ``medvidbench rewards fit --rollouts`` can refit from.
+questions of the demo set (``medvidbench synth``'s generator), the tasks taken in turn. The
+model learns nothing useful in so few steps; the point is the plumbing: ``medvidbench rewards
+prepare``-style rows, the TRL reward function, the per-task metrics it logs through TRL's
+``log_metric`` (printed at the end) and a rollouts file that ``medvidbench rewards fit
+--rollouts`` can refit from. Next-action prediction is among the default tasks because a random
+model's words already earn it some reward (its answer is mapped to the nearest class), so the
+rewards of a group differ and the first steps have a non-zero gradient; on STG and TAL alone it
+writes nothing readable and every reward, advantage and gradient is 0.
 
 Needs the training extras (pinned in tests/training-requirements.txt: ``torch==2.13.0`` as a
 CPU wheel, ``trl==1.16.0``).
 
-Usage: python examples/grpo_tiny_cpu.py [--steps 2] [--tasks stg,tal] [--prompts 8]
-                                        [--out DIR] [--metrics metrics.json]
+Usage: python examples/grpo_tiny_cpu.py [--steps 2] [--tasks next_action,stg,tal] [--prompts 8]
+                                        [--async-rewards] [--out DIR] [--metrics metrics.json]
 """
 
 from __future__ import annotations
@@ -37,11 +41,15 @@ def training_rows(folder: Path, tasks: list[str], count: int) -> list[dict[str, 
     bench = benchmarks.get("medvidbench")
     assert bench.demo is not None
     files = bench.demo.synthesise(folder, None, 0)
-    items = [s for s in bench.load_ground_truth(files["ground_truth"]).samples if s.task in tasks]
+    samples = bench.load_ground_truth(files["ground_truth"]).samples
+    by_task = {t: [s for s in samples if s.task == t] for t in tasks}
+    # the tasks in turn, so that every batch holds each of them
+    items = [group[n] for n in range(count) for group in by_task.values() if n < len(group)]
+    items = items[:count]
     spec = spec_of(bench)
     extras = spec.row_extras(items)
     rows = []
-    for item, extra in list(zip(items, extras, strict=True))[:count]:
+    for item, extra in zip(items, extras, strict=True):
         rows.append(
             {
                 "prompt": [{"role": "user", "content": spec.prompt(item)["question"]}],
@@ -107,8 +115,8 @@ def train(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
         output_dir=str(folder / "out"),
         use_cpu=True,
         max_steps=args.steps,
-        per_device_train_batch_size=4,
-        num_generations=4,
+        per_device_train_batch_size=8,
+        num_generations=8,
         max_completion_length=24,
         learning_rate=1e-3,
         logging_steps=1,
@@ -118,10 +126,17 @@ def train(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
         data_seed=0,
         dataloader_num_workers=0,
     )
-    reward = reward_function(rollouts=args.rollouts)  # raw rewards: no statistics needed
+    if args.async_rewards:  # one function per task, awaited together by TRL
+        from medvidbench.rewards.trl import async_reward_function
+
+        funcs = [
+            async_reward_function(tasks=[t], rollouts=args.rollouts) for t in args.tasks.split(",")
+        ]
+    else:
+        funcs = [reward_function(rollouts=args.rollouts)]  # raw rewards: no statistics needed
     trainer = GRPOTrainer(
         model=tiny_model(tokenizer),
-        reward_funcs=[reward],
+        reward_funcs=funcs,
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -133,7 +148,14 @@ def train(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--tasks", default="stg,tal", help="Comma-separated tasks to train on.")
+    parser.add_argument(
+        "--tasks", default="next_action,stg,tal", help="Comma-separated tasks to train on."
+    )
+    parser.add_argument(
+        "--async-rewards",
+        action="store_true",
+        help="One async reward function per task (TRL awaits them together).",
+    )
     parser.add_argument("--prompts", type=int, default=8, help="Training prompts (rows).")
     parser.add_argument("--out", type=Path, default=None, help="Working folder (default: temp).")
     parser.add_argument("--metrics", type=Path, default=None, help="Write the log history here.")

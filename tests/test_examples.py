@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,29 +30,25 @@ def needs(*modules: str) -> None:
         pytest.skip(f"{', '.join(missing)} not installed (tests/training-requirements.txt)")
 
 
-def test_grpo_on_a_tiny_cpu_model_logs_our_per_task_rewards(tmp_path: Path) -> None:
-    needs("torch", "trl")
-    metrics, rollouts = tmp_path / "metrics.json", tmp_path / "rollouts.jsonl"
+def _run_example(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLES / "grpo_tiny_cpu.py"),
-            "--steps",
-            "2",
-            "--tasks",
-            "stg,tal",
-            "--out",
-            str(tmp_path / "work"),
-            "--metrics",
-            str(metrics),
-            "--rollouts",
-            str(rollouts),
-        ],
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / "grpo_tiny_cpu.py"), "--out", str(tmp_path / "work"),
+         *extra],
         capture_output=True,
         text=True,
         env=env,
         timeout=600,
+    )  # fmt: skip
+
+
+def test_grpo_on_a_tiny_cpu_model_logs_our_per_task_rewards(tmp_path: Path) -> None:
+    """As docs/rewards.md runs it: 2 steps of 8 completions of one prompt each, the tasks in
+    turn; next-action's rewards differ within a group, so a step has a non-zero gradient."""
+    needs("torch", "trl")
+    metrics, rollouts = tmp_path / "metrics.json", tmp_path / "rollouts.jsonl"
+    done = _run_example(
+        tmp_path, "--steps", "2", "--metrics", str(metrics), "--rollouts", str(rollouts)
     )
     assert done.returncode == 0, done.stderr[-3000:]
     history = json.loads(metrics.read_text())
@@ -62,12 +59,48 @@ def test_grpo_on_a_tiny_cpu_model_logs_our_per_task_rewards(tmp_path: Path) -> N
         assert "rewards/medvidbench/mean" in step
         ours = {k for k in step if k.startswith("medvidbench/")}
         tasks = {k.split("/")[1] for k in ours}
-        assert tasks and tasks <= {"stg", "tal"}
+        assert tasks and tasks <= {"next_action", "stg", "tal"}
         for task in tasks:
             assert {f"medvidbench/{task}/{n}" for n in ("raw", "reward", "raw_score")} <= ours
             assert 0.0 <= step[f"medvidbench/{task}/raw"] <= 1.0
-    # 2 steps x 4 completions, each with its ground truth: enough to refit from
+    assert any(step["grad_norm"] > 0 for step in steps), steps  # the policy moves
+    # 2 steps x 8 completions, each with its ground truth: enough to refit from
     lines = rollouts.read_text().splitlines()
-    assert len(lines) == 8
+    assert len(lines) == 16
     stats = fit_rollouts(rollouts, min_samples=1)
-    assert stats.provenance["rows"] == 8 and stats.provenance["source"] == "rollouts"
+    assert stats.provenance["rows"] == 16 and stats.provenance["source"] == "rollouts"
+
+
+def test_async_reward_functions_are_awaited_together_by_trl(tmp_path: Path) -> None:
+    """One async reward function per task: TRL awaits them with asyncio.gather and logs each
+    under its name; the rows of other tasks are None to it."""
+    needs("torch", "trl")
+    metrics = tmp_path / "metrics.json"
+    done = _run_example(tmp_path, "--steps", "1", "--async-rewards", "--metrics", str(metrics))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (step,) = [h for h in json.loads(metrics.read_text()) if "reward" in h]
+    names = {k.split("/")[1] for k in step if k.startswith("rewards/") and k.endswith("/mean")}
+    assert names == {"medvidbench_next_action", "medvidbench_stg", "medvidbench_tal"}
+    scored = [n for n in names if step[f"rewards/{n}/mean"] is not None]
+    assert len(scored) == 1  # a step's one prompt is one task's
+
+
+def test_the_async_function_gives_what_the_sync_one_gives(synthetic_gt: Any) -> None:
+    import asyncio
+
+    from medvidbench import benchmarks
+    from medvidbench.rewards import ground_truth_column, spec_of
+    from medvidbench.rewards.trl import async_reward_function, reward_function
+
+    bench = benchmarks.get("medvidbench")
+    items = [s for s in synthetic_gt.samples if s.task in ("stg", "tal", "next_action")][:30]
+    truths = [
+        ground_truth_column(bench, s, e)
+        for s, e in zip(items, spec_of(bench).row_extras(items), strict=True)
+    ]
+    completions = [s.answer if n % 2 else "no idea" for n, s in enumerate(items)]
+    sync = reward_function()(completions=completions, ground_truth=truths)
+    fn = async_reward_function()
+    assert asyncio.iscoroutinefunction(fn) and fn.__name__ == "medvidbench"
+    assert asyncio.run(fn(completions=completions, ground_truth=truths)) == sync
+    assert len(set(sync)) > 1  # right and wrong answers: rewards that differ

@@ -254,6 +254,9 @@ def significance(
     pairs lie in a band beside the diagonal, so a block of entries is compared with one
     contiguous slice of the entries after it, not pair by pair."""
     entries, reps = positions.shape
+    # the positions themselves (competition ranks in each replicate): what the tails are of,
+    # whatever orders and ties as they do was given (rank sums)
+    positions = _replicate_ranks(np.ascontiguousarray(positions, dtype=np.int64))
     order = np.argsort(positions.mean(axis=1), kind="stable")
     pos = np.ascontiguousarray(positions[order].astype(np.int64))
     low, high = pos.min(axis=1), pos.max(axis=1)

@@ -12,13 +12,16 @@ share of readable answers and whether the policy has saturated the normalisation
 (``medvidbench/stg/raw_score``, ... averaged over each logging step next to TRL's own
 ``reward``), and adds each completion's task and raw reward to the completions table.
 
+:func:`async_reward_function` gives the same as a coroutine function, which TRL awaits together
+with its other async reward functions (their scoring and judge calls overlap).
+
 Importing this module imports neither TRL nor torch; the scorers load on the first call.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +93,27 @@ def reward_function(
     )
     reward.__qualname__ = reward.__name__
     reward.last = None  # type: ignore[attr-defined]
+    return reward
+
+
+def async_reward_function(
+    stats: str | Path | RewardStats | Sequence[str | Path | RewardStats] | None = None,
+    **settings: Any,
+) -> Callable[..., Awaitable[list[float | None]]]:
+    """:func:`reward_function` as a coroutine function. TRL (1.x) awaits its async reward
+    functions together (``asyncio.gather`` on its own event loop), so several of them (one per
+    task, say) score at the same time: each scores on a worker thread, and their judge calls
+    overlap instead of queueing behind each other. The arguments are :func:`reward_function`'s;
+    the synchronous function is kept as ``.sync`` (its ``.last`` holds the last batch)."""
+    import asyncio
+
+    sync = reward_function(stats, **settings)
+
+    async def reward(**kwargs: Any) -> list[float | None]:
+        return await asyncio.to_thread(sync, **kwargs)
+
+    reward.__name__ = reward.__qualname__ = sync.__name__
+    reward.sync = sync  # type: ignore[attr-defined]
     return reward
 
 

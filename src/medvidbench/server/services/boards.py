@@ -275,6 +275,7 @@ def _standings(
     # the sums order each replicate as the positions do; the stamp's third part is the number
     # of clusters the replicates resample (few: a stricter test)
     clusters = board_stamp[2] if board_stamp is not None else None
+    clusters = clusters if isinstance(clusters, int) else None  # older stamps: none recorded
     found = Standings.of(sums, order, clusters=clusters)
     ranks, bounds = found.ranks.tolist(), found.bounds.tolist()
     for n, i in enumerate(order):
