@@ -159,7 +159,7 @@ def test_files_stored_on_disk_before_are_read_then_moved_into_the_database(
         timeout=120,
     )
     assert moved.returncode == 0, moved.stderr
-    assert "submission: 1, matched: 1, scored: 0, test-set: 1 moved" in moved.stdout
+    assert "submission: 1, matched: 1, scored: 0, test-set: 1, judge-card: 0 moved" in moved.stdout
     assert _on_disk(before.data_dir) == []
     assert _stored(now) == {"submission": 1, "matched": 1, "test-set": 1}
     elsewhere = Runtime(

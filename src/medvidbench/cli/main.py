@@ -34,6 +34,7 @@ COMMANDS = {
     "tokens": "medvidbench.cli.server:tokens_app",
     "benchmarks": "medvidbench.cli.server:bench_app",
     "rewards": "medvidbench.cli.rewards:rewards_app",
+    "judge": "medvidbench.cli.judge:judge_app",
 }
 for _name, _target in COMMANDS.items():
     app.lazy(_name, _target)

@@ -127,6 +127,36 @@ def benchmarks_load(
     )
 
 
+@bench_app.subcommand("judge-card")
+@friendly
+def benchmarks_judge_card(
+    card: Annotated[
+        Path | None,
+        Argument(help="A card written by 'medvidbench judge agreement --out CARD.json'."),
+    ] = None,
+    remove: Annotated[bool, Option(help="Remove the current test set's card.")] = False,
+    benchmark: BenchmarkSlug = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Show a judge agreement card on the About page of the current test set's judged metrics
+    (checked first: its benchmark, its test set, numbers and names only)."""
+    from medvidbench.core.formats import read_bytes
+    from medvidbench.server.services import judge_cards
+
+    rt = runtime(data_dir)
+    if remove:
+        had = judge_cards.remove(rt, benchmark)
+        print("judge card removed" if had else "no judge card was stored")
+        return
+    if card is None:
+        raise UsageError("give a card file, or --remove")
+    stored = judge_cards.store(rt, read_bytes(card, judge_cards.MAX_BYTES), benchmark)
+    judges = ", ".join(j["model"] for j in stored["judges"])
+    print(
+        f"judge card stored for {stored['benchmark']} ({judges}; {stored['design']['pairs']} pairs)"
+    )
+
+
 @friendly
 def worker(
     workers: Annotated[int, Option(min=1, max=64, help="Jobs run at once.")] = 2,

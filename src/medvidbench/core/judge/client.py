@@ -388,3 +388,26 @@ def judge_from_settings(
     settings = load_settings(judge_cache_path=cache)
     config = JudgeConfig.from_settings(settings, model, prompt_version=prompt_version)
     return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))
+
+
+def judge_from_spec(spec: str, prompt_version: str = "", cache: Path | None = None) -> Judge:
+    """The judge a ``MODEL`` or ``MODEL@BASE_URL`` spec names, otherwise as the settings
+    describe (key, concurrency, timeout, attempts), with its SQLite cache.
+
+    Raises:
+        UsageError: for an empty model name, a base URL that is not http(s), or OpenAI's own
+            endpoint without an API key.
+    """
+    from medvidbench.core.config import load_settings
+    from medvidbench.core.judge.cache import SQLiteJudgeCache
+
+    model, _, url = spec.partition("@")
+    if not model.strip():
+        raise UsageError(f"judge {spec!r}: expected MODEL or MODEL@BASE_URL")
+    if url and not url.startswith(("http://", "https://")):
+        raise UsageError(f"judge {spec!r}: the base URL must start with http:// or https://")
+    settings = load_settings(judge_cache_path=cache)
+    if url:
+        settings = settings.model_copy(update={"judge_base_url": url})
+    config = JudgeConfig.from_settings(settings, model.strip(), prompt_version=prompt_version)
+    return Judge(config, SQLiteJudgeCache(settings.judge_cache_path))

@@ -42,6 +42,70 @@ def overlap_responder(prompt: str) -> str:
     )
 
 
+def pair_of(prompt: str) -> tuple[str, str]:
+    """The (prediction, reference) a rubric prompt asks about."""
+    m = _SECTION.search(prompt)
+    return (m.group(2), m.group(1)) if m else ("", "")
+
+
+def steady_responder(prompt: str) -> str:
+    """A scripted reference judge for the agreement card's checks: the same answer every time,
+    each aspect 2-4 by word overlap (2-3 for an answer with more words than its reference),
+    so that a second judge's scripted noise and bias never leave the 1-5 scale."""
+    pred, ref = pair_of(prompt)
+    a, b = set(_WORD.findall(ref.lower())), set(_WORD.findall(pred.lower()))
+    jaccard = len(a & b) / len(a | b) if a | b else 0.0
+    long = len(pred.split()) > len(ref.split())
+    top = 1 if long else 2
+    return "\n".join(
+        f"{code}: {2 + min(top, max(0, round(top * jaccard) - (i % 2 if jaccard < 0.9 else 0)))}"
+        for i, code in enumerate(_FORMAT_LINE.findall(prompt))
+    )
+
+
+def noisy_responder(flip: float, long_bonus: bool, seed: int = 0) -> Responder:
+    """A second judge scripted from :func:`steady_responder` (a new draw on every call, so a
+    pair asked twice can get two answers). Each aspect moves one point down or up with
+    probability ``flip / 2`` each. With ``long_bonus``, an answer with more words than its
+    reference gains one point on two or three of its aspects (even odds): +0.5 on its
+    five-aspect mean on average, each aspect +1 with probability 1/2."""
+    rng = random.Random(seed)
+    lock = threading.Lock()
+
+    def respond(prompt: str) -> str:
+        pred, ref = pair_of(prompt)
+        lines = steady_responder(prompt).splitlines()
+        with lock:
+            rolls = [rng.random() for _ in lines]
+            raised = set(rng.sample(range(len(lines)), rng.choice((2, 3))))
+        if not (long_bonus and len(pred.split()) > len(ref.split())):
+            raised = set()
+        out = []
+        for i, (line, roll) in enumerate(zip(lines, rolls, strict=True)):
+            code, value = line.split(": ")
+            score = int(value) + (-1 if roll < flip / 2 else 1 if roll < flip else 0)
+            out.append(f"{code}: {score + (i in raised)}")
+        return "\n".join(out)
+
+    return respond
+
+
+def noisy_table(reference: list[int], long: list[bool], flip: float, long_bonus: bool) -> Any:
+    """The contingency table (reference judge's score x the noisy judge's, 5 x 5) that
+    :func:`noisy_responder` gives in expectation for one aspect, given the reference judge's
+    scores of the pairs and which answers are long: the kappa it was scripted to have."""
+    import numpy as np
+
+    table = np.zeros((5, 5))
+    steps = ((-1, flip / 2), (0, 1 - flip), (1, flip / 2))
+    for a, is_long in zip(reference, long, strict=True):
+        bonus = ((0, 0.5), (1, 0.5)) if long_bonus and is_long else ((0, 1.0),)
+        for step, p in steps:
+            for extra, q in bonus:
+                table[a - 1, a + step + extra - 1] += p * q
+    return table
+
+
 class _Server(ThreadingHTTPServer):
     # The default listen backlog of 5 drops connections when a client opens dozens at once,
     # and each dropped SYN costs a one-second retransmission.

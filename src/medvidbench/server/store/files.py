@@ -8,6 +8,8 @@ sha256), never by user input:
 - ``matched`` (the submission id): ``submissions/00000042.matched.msgpack.gz``
 - ``scored`` (the submission id): ``submissions/00000042.scored.msgpack.gz``
 - ``test-set`` (the test set's sha256): ``benchmarks/<sha256>.json.gz``
+- ``judge-card`` (the test set's sha256): its judge agreement card,
+  ``benchmarks/<sha256>.judge-card.json.gz``
 
 (the paths are the folder layout, under the data folder).
 
@@ -45,8 +47,9 @@ from medvidbench.server.store.models import StoredFile
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["submission", "matched", "scored", "test-set"]
-KINDS: tuple[Kind, ...] = ("submission", "matched", "scored", "test-set")
+Kind = Literal["submission", "matched", "scored", "test-set", "judge-card"]
+KINDS: tuple[Kind, ...] = ("submission", "matched", "scored", "test-set", "judge-card")
+_BY_TEST_SET: dict[Kind, str] = {"test-set": ".json.gz", "judge-card": ".judge-card.json.gz"}
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 PART_BYTES = 4 << 20  # compressed bytes per row: a 1 GiB upload (~100 MB gzipped) is ~25 rows
@@ -73,8 +76,8 @@ def write_gzip(path: Path, chunks: Iterable[bytes]) -> None:
 
 
 def _check_key(kind: Kind, key: int | str) -> str:
-    """The key as stored, checked: an id for a submission's files, a sha256 for a test set."""
-    if kind == "test-set":
+    """The key as stored, checked: an id for a submission's files, a sha256 for a test set's."""
+    if kind in _BY_TEST_SET:
         sha = str(key)
         if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
             raise ValueError("not a sha256 digest")
@@ -106,8 +109,8 @@ class FolderFiles:
     def path(self, kind: Kind, key: int | str) -> Path:
         """Where ``kind``/``key`` is (or would be) in the folder."""
         name = _check_key(kind, key)
-        if kind == "test-set":
-            return self._folder("benchmarks") / f"{name}.json.gz"
+        if kind in _BY_TEST_SET:
+            return self._folder("benchmarks") / f"{name}{_BY_TEST_SET[kind]}"
         return self._folder("submissions") / f"{name}{_SUFFIX[kind]}"
 
     def place(self, session: Session, kind: Kind, key: int | str, staged: Path) -> None:
@@ -277,9 +280,10 @@ class DatabaseFiles(FolderFiles):
     def _folder_files(self) -> Iterator[tuple[Kind, str, Path]]:
         """The stored files in the folder layout, by kind and key (other files are ignored)."""
         for path in sorted((self.root / "benchmarks").glob("*.json.gz")):
-            sha = path.name.removesuffix(".json.gz")
-            if len(sha) == 64 and all(c in "0123456789abcdef" for c in sha):
-                yield "test-set", sha, path
+            sha, _, suffix = path.name.partition(".")
+            by_sha = next((k for k, s in _BY_TEST_SET.items() if "." + suffix == s), None)
+            if by_sha is not None and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha):
+                yield by_sha, sha, path
         for path in sorted((self.root / "submissions").glob("*.gz")):
             number, _, rest = path.name.partition(".")
             kind = next((k for k, s in _SUFFIX.items() if "." + rest == s), None)

@@ -20,7 +20,7 @@ from medvidbench.core.errors import (
     NotFoundError,
     UsageError,
 )
-from medvidbench.server.services import boards, catalogue, comparisons
+from medvidbench.server.services import boards, catalogue, comparisons, judge_cards
 from medvidbench.server.services.board_reads import KINDS
 from medvidbench.server.services.quota import quota
 from medvidbench.server.services.submissions import submit
@@ -274,6 +274,7 @@ async def submit_post(request: Request, slug: str) -> Response:
 def about(request: Request, slug: str) -> Response:
     rt = request.app.state.runtime
     definition = rt.definition(slug)
+    bench = current_benchmark(rt, definition.slug)
     return page(
         request,
         "about.html",
@@ -282,7 +283,8 @@ def about(request: Request, slug: str) -> Response:
         metrics=definition.metrics,
         tasks=definition.tasks,
         profiles=definition.profiles,
-        bench=current_benchmark(rt, definition.slug),
+        bench=bench,
+        judge_card=judge_cards.card_of(rt, bench.gt_sha256) if definition.judging else None,
         reported=list(definition.presentation.reported_results()),
         detectable=comparisons.detectable(rt, definition.slug),
     )
