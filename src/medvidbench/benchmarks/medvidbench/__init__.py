@@ -82,8 +82,9 @@ def reported_results() -> Sequence[Mapping[str, Any]]:
 
 
 def source_video(item: Any) -> str:
-    """The bootstrap's cluster: the video id, the first part of ``id&&start&&end&&fps``."""
-    return str(item.sample_id).split("&&", 1)[0]
+    """The bootstrap's cluster: the source recording the test set declares for the clip
+    (``metadata.recording``), else the video id, the first part of ``id&&start&&end&&fps``."""
+    return item.recording or str(item.sample_id).split("&&", 1)[0]
 
 
 # The loaders, scorers and generator, imported on first use (importing this module stays cheap);
@@ -166,8 +167,8 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     rewards=_rewards,
     uncertainty=Uncertainty(
         cluster_of=source_video,
-        cluster_rule="every question about one source video together (the video id of the "
-        "sample id)",
+        cluster_rule="every question about one source recording together (the recording "
+        "the test set declares in metadata.recording, else the video id of the sample id)",
     ),
     presentation=Presentation(
         about=ABOUT,

@@ -48,6 +48,7 @@ class Sample(msgspec.Struct, frozen=True, gc=False):
     question: str
     answer: str
     struc_info: bytes
+    recording: str = ""  # the source recording the test set declares ("": the video id's)
 
     def structure(self) -> Any:
         """The decoded ``struc_info`` (task-specific shape; None when absent)."""
@@ -192,7 +193,10 @@ def _check_record(raw: object, where: str, problems: ProblemList) -> GTRecord | 
     meta = raw.get("metadata")
     if isinstance(meta, dict):
         found += check_fields(
-            meta, f"{where}, metadata", {k: (str, int, float) for k in _META_FIELDS}
+            meta,
+            f"{where}, metadata",
+            {k: (str, int, float) for k in _META_FIELDS},
+            optional={"recording": (str, int, type(None))},
         )
     for p in found:
         problems.add(p)
@@ -273,6 +277,7 @@ def _to_sample(
         strip_video_tag(turns["human"]),
         turns["gpt"],
         bytes(rec.struc_info) if answers else b"null",
+        sys.intern(str(meta.recording)) if meta.recording not in (None, "") else "",
     )
 
 

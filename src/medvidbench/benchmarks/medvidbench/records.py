@@ -25,12 +25,15 @@ class Turn(msgspec.Struct):
 
 
 class GTMetadata(msgspec.Struct):
-    """The clip a sample is about; frames and fps arrive as strings in the real data."""
+    """The clip a sample is about; frames and fps arrive as strings in the real data.
+    ``recording`` (optional, not in the published files) names the source recording a clip
+    was cut from, where several video ids come from one recording: the bootstrap's cluster."""
 
     video_id: str | int
     fps: str | int | float
     input_video_start_frame: str | int
     input_video_end_frame: str | int
+    recording: str | int | None = None
 
 
 class GTRecord(msgspec.Struct):

@@ -24,7 +24,7 @@ from medvidbench.server.services import boards, catalogue, comparisons, judge_ca
 from medvidbench.server.services.board_reads import KINDS
 from medvidbench.server.services.quota import quota
 from medvidbench.server.services.submissions import submit
-from medvidbench.server.services.test_sets import current_benchmark
+from medvidbench.server.services.test_sets import cluster_count, current_benchmark
 from medvidbench.server.store.models import User
 from medvidbench.server.web.api import receive_upload
 from medvidbench.server.web.deps import check_csrf, current_user, entry_ids
@@ -285,6 +285,7 @@ def about(request: Request, slug: str) -> Response:
         profiles=definition.profiles,
         bench=bench,
         judge_card=judge_cards.card_of(rt, bench.gt_sha256) if definition.judging else None,
+        clusters=cluster_count(rt, bench),
         reported=list(definition.presentation.reported_results()),
         detectable=comparisons.detectable(rt, definition.slug),
     )
