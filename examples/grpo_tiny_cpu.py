@@ -15,7 +15,8 @@ Needs the training extras (pinned in tests/training-requirements.txt: ``torch==2
 CPU wheel, ``trl==1.16.0``).
 
 Usage: python examples/grpo_tiny_cpu.py [--steps 2] [--tasks next_action,stg,tal] [--prompts 8]
-                                        [--async-rewards] [--out DIR] [--metrics metrics.json]
+                                        [--async-rewards | --components] [--out DIR]
+                                        [--metrics metrics.json]
 """
 
 from __future__ import annotations
@@ -126,7 +127,13 @@ def train(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
         data_seed=0,
         dataloader_num_workers=0,
     )
-    if args.async_rewards:  # one function per task, awaited together by TRL
+    if args.components:  # one function per term, each normalised in its group (GDPO)
+        from medvidbench.rewards.trl import reward_functions
+
+        funcs = reward_functions(components=("score", "similarity"), rollouts=args.rollouts)
+        config.multi_objective_aggregation = "normalize_then_sum"
+        config.reward_weights = [1.0, 1.0]
+    elif args.async_rewards:  # one function per task, awaited together by TRL
         from medvidbench.rewards.trl import async_reward_function
 
         funcs = [
@@ -155,6 +162,13 @@ def main() -> None:
         "--async-rewards",
         action="store_true",
         help="One async reward function per task (TRL awaits them together).",
+    )
+    parser.add_argument(
+        "--components",
+        action="store_true",
+        help="One reward function per term (score, similarity), normalised in its group one "
+        "by one before the weighted sum (TRL's normalize_then_sum); add a caption task, say "
+        "--tasks next_action,video_summary, for the similarity term.",
     )
     parser.add_argument("--prompts", type=int, default=8, help="Training prompts (rows).")
     parser.add_argument("--out", type=Path, default=None, help="Working folder (default: temp).")

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from medvidbench.core.errors import UsageError
 from medvidbench.rewards import fit_rollouts
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -104,3 +105,74 @@ def test_the_async_function_gives_what_the_sync_one_gives(synthetic_gt: Any) -> 
     assert asyncio.iscoroutinefunction(fn) and fn.__name__ == "medvidbench"
     assert asyncio.run(fn(completions=completions, ground_truth=truths)) == sync
     assert len(set(sync)) > 1  # right and wrong answers: rewards that differ
+
+
+def test_reward_components_add_up_to_the_reward_and_score_a_batch_once(synthetic_gt: Any) -> None:
+    """One function per term: each term times the gate, None where a task has no such term;
+    summed with combine's weights they give the combined reward; the batch is scored once."""
+    from medvidbench import benchmarks
+    from medvidbench.rewards import ground_truth_column, spec_of
+    from medvidbench.rewards.trl import reward_function, reward_functions
+
+    bench = benchmarks.get("medvidbench")
+    picked = [s for s in synthetic_gt.samples if s.task in ("tal", "video_summary")]
+    items = picked[:12] + [s for s in picked if s.task == "video_summary"][:6]
+    items += [s for s in synthetic_gt.samples if s.task == "dense_captioning"][:6]
+    truths = [
+        ground_truth_column(bench, s, e)
+        for s, e in zip(items, spec_of(bench).row_extras(items), strict=True)
+    ]
+    completions = [s.answer if n % 3 else "no idea" for n, s in enumerate(items)]
+    from medvidbench.rewards import Rewarder
+
+    rewarder = Rewarder()
+    funcs = reward_functions(rewarder=rewarder)
+    assert [f.__name__ for f in funcs] == [
+        "medvidbench_score",
+        "medvidbench_similarity",
+        "medvidbench_judge",
+    ]
+    calls = 0
+    scored = rewarder.score_items
+
+    def counting(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return scored(*args)
+
+    rewarder.score_items = counting  # type: ignore[method-assign]
+    score, similarity, judge = (f(completions=completions, ground_truth=truths) for f in funcs)
+    assert calls == 1
+    combined = reward_function()(completions=completions, ground_truth=truths)
+    for n, item in enumerate(items):
+        assert judge[n] is None  # no judge configured
+        if item.task == "tal":
+            assert score[n] is not None and similarity[n] is None
+            assert combined[n] == pytest.approx(score[n])
+        elif item.task == "dense_captioning":  # both parts, 50/50 (similarity for the caption)
+            assert score[n] is not None and similarity[n] is not None
+            assert combined[n] == pytest.approx(0.5 * score[n] + 0.5 * similarity[n])
+        else:
+            assert score[n] is None and similarity[n] is not None
+            assert combined[n] == pytest.approx(similarity[n])  # the judge's part: similarity
+    assert len({v for v in score if v is not None}) > 1
+    with pytest.raises(UsageError, match="no reward component 'style'"):
+        reward_function(component="style")
+
+
+def test_grpo_with_one_reward_function_per_term(tmp_path: Path) -> None:
+    """TRL normalises each term in its group before the weighted sum (normalize_then_sum)
+    and logs each function: score on next-action, similarity on video summaries."""
+    needs("torch", "trl")
+    metrics = tmp_path / "metrics.json"
+    done = _run_example(
+        tmp_path, "--steps", "2", "--components", "--tasks", "next_action,video_summary",
+        "--metrics", str(metrics),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = [h for h in json.loads(metrics.read_text()) if "reward" in h]
+    names = {k.split("/")[1] for s in steps for k in s if k.startswith("rewards/")}
+    assert names == {"medvidbench_score", "medvidbench_similarity"}
+    means = [s[f"rewards/{n}/mean"] for s in steps for n in names]
+    assert any(m is not None and m > 0 for m in means)
+    assert any(s.get("grad_norm", 0) > 0 for s in steps)

@@ -80,9 +80,24 @@ class Rewards:
     dataset: list[str]
     benchmark: list[str]
     sources: list[dict[str, str]] = field(default_factory=list)
+    # what every term is multiplied by before it is combined: the format term (and the board's,
+    # where checked) times the guard; 0 for an unreadable or cheap answer
+    gate: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __len__(self) -> int:
         return len(self.reward)
+
+    def component(self, name: str) -> np.ndarray:
+        """One term as a reward of its own (``score``, ``similarity`` or ``judge``): the
+        normalised term (the raw one without statistics) times the gate, NaN for a row whose
+        task has no such term. Summed with the weights :func:`combine` gives them, the
+        components make ``reward``; given to a trainer one by one, each can be normalised in
+        its group on its own (TRL's ``multi_objective_aggregation="normalize_then_sum"``)."""
+        if name not in self.normalised:
+            known = ", ".join(self.normalised)
+            raise UsageError(f"no reward component {name!r} (known: {known})")
+        out: np.ndarray = self.normalised[name] * self.gate
+        return out
 
     def row(self, i: int) -> dict[str, Any]:
         """Row ``i`` as a plain dict (for a logger)."""
@@ -207,6 +222,7 @@ class Rewarder:
             self._check_judge(normaliser.stats)
         self.options = {slug: dict(v) for slug, v in (options or {}).items()}
         self._embedder = embedder
+        self._last: tuple[Any, Rewards] | None = None  # the batch scored last, and its rewards
 
     @staticmethod
     def _check(stats: RewardStats) -> None:
@@ -256,14 +272,21 @@ class Rewarder:
         return on and bench.default_profile != spec.profile
 
     def score(self, completions: Sequence[Any], ground_truths: Sequence[Any]) -> Rewards:
-        """Rewards for a batch (lists in, numpy arrays out)."""
+        """Rewards for a batch (lists in, numpy arrays out). The batch scored last is kept:
+        several reward functions sharing this rewarder (one per component) score it once."""
         if len(completions) != len(ground_truths):
             raise RewardInputError(
                 f"{len(completions)} completions but {len(ground_truths)} ground truths"
             )
-        rows = [decode_row(g, f"ground_truth[{i}]") for i, g in enumerate(ground_truths)]
         texts = [completion_text(c, f"completions[{i}]") for i, c in enumerate(completions)]
-        return self.score_items(rows, texts)
+        key = (tuple(map(str, texts)), tuple(map(str, ground_truths)))
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        rows = [decode_row(g, f"ground_truth[{i}]") for i, g in enumerate(ground_truths)]
+        out = self.score_items(rows, texts)
+        self._last = (key, out)
+        return out
 
     def score_items(
         self, rows: Sequence[tuple[str, Any, Mapping[str, Any]]], texts: Sequence[Any]
@@ -391,6 +414,7 @@ class Rewarder:
             keys.setdefault((slug, item.task, item.dataset), []).append(i)
         raw = np.zeros(n)
         reward = np.zeros(n)
+        gate = np.zeros(n)
         for (slug, task, dataset), members in keys.items():
             idx = np.asarray(members)
             spec_task = spec_of(benchmarks.get(slug)).tasks[task]
@@ -407,6 +431,7 @@ class Rewarder:
             board = terms["board_format"][idx]
             fmt = parts[1] * np.where(np.isnan(board), 1.0, board)
             guard = terms["guard"][idx]
+            gate[idx] = fmt * guard
             raw[idx] = combine(spec_task, parts[0], fmt, parts[2], parts[3]) * guard
             reward[idx] = (
                 combine(
@@ -427,6 +452,7 @@ class Rewarder:
             [item.dataset for _, item, _ in rows],
             [slug for slug, _, _ in rows],
             sources if self.normalisers else [],
+            gate,
         )
         if self.saturation is not None and self.normalisers:
             self.saturation.observe(out.benchmark, out.task, out.dataset, terms)

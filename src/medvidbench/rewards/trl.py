@@ -15,6 +15,9 @@ share of readable answers and whether the policy has saturated the normalisation
 :func:`async_reward_function` gives the same as a coroutine function, which TRL awaits together
 with its other async reward functions (their scoring and judge calls overlap).
 
+:func:`reward_functions` gives one function per term (score, similarity, judge) for TRL's
+``reward_weights`` and ``multi_objective_aggregation="normalize_then_sum"``.
+
 Importing this module imports neither TRL nor torch; the scorers load on the first call.
 """
 
@@ -25,8 +28,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from medvidbench.core.errors import UsageError
 from medvidbench.rewards import Rewarder, Rewards, RewardStats, decode_row
+
+COMPONENTS = ("score", "similarity", "judge")  # the terms a reward is combined from
 
 
 def reward_function(
@@ -39,6 +46,7 @@ def reward_function(
     name: str | None = None,
     rewarder: Rewarder | None = None,
     rollouts: str | Path | None = None,
+    component: str | None = None,
 ) -> Callable[..., list[float | None]]:
     """A GRPO reward function scoring with the benchmarks' own scorers.
 
@@ -50,6 +58,9 @@ def reward_function(
         rewarder: Share one :class:`~medvidbench.rewards.Rewarder` between several functions.
         rollouts: Append every scored completion with its ground truth to this JSON-lines file
             (``{"completion", "ground_truth"}``), for ``medvidbench rewards fit --rollouts``.
+        component: Only this term (``score``, ``similarity`` or ``judge``; see
+            :meth:`~medvidbench.rewards.Rewards.component`), None for a row whose task has no
+            such term; None: the combined reward. :func:`reward_functions` makes one per term.
 
     The returned function keeps its last batch's :class:`~medvidbench.rewards.Rewards` as
     ``.last`` (raw and normalised terms, for logging).
@@ -78,8 +89,9 @@ def reward_function(
         out: list[float | None] = [None] * len(completions)
         if rows:
             result = scorer.score([completions[i] for i in rows], [ground_truth[i] for i in rows])
+            values = result.reward if component is None else result.component(component)
             for n, i in enumerate(rows):
-                out[i] = float(result.reward[n])
+                out[i] = None if np.isnan(values[n]) else float(values[n])
             reward.last = result  # type: ignore[attr-defined]
             if rollouts is not None:
                 append_rollouts(
@@ -88,12 +100,42 @@ def reward_function(
             _log(reward.__name__, scorer, result, rows, len(completions), kwargs)
         return out
 
+    if component is not None and component not in COMPONENTS:
+        raise UsageError(f"no reward component {component!r} (known: {', '.join(COMPONENTS)})")
     reward.__name__ = name or (
-        "medvidbench" if wanted is None else "medvidbench_" + "_".join(sorted(wanted))
+        ("medvidbench" if wanted is None else "medvidbench_" + "_".join(sorted(wanted)))
+        + (f"_{component}" if component is not None else "")
     )
     reward.__qualname__ = reward.__name__
     reward.last = None  # type: ignore[attr-defined]
     return reward
+
+
+def reward_functions(
+    stats: str | Path | RewardStats | Sequence[str | Path | RewardStats] | None = None,
+    *,
+    components: Sequence[str] = COMPONENTS,
+    rollouts: str | Path | None = None,
+    **settings: Any,
+) -> list[Callable[..., list[float | None]]]:
+    """One reward function per term (rule-based score, similarity, judge), sharing one
+    :class:`~medvidbench.rewards.Rewarder` (a batch is scored once), for TRL's
+    ``multi_objective_aggregation="normalize_then_sum"`` (GDPO: each term normalised within
+    its group before the weighted sum) with ``reward_weights``. ``settings`` are
+    :func:`reward_function`'s; ``rollouts`` is written by the first function only."""
+    shared = settings.pop("rewarder", None) or Rewarder(
+        stats,
+        **{k: settings.pop(k) for k in ("k", "judge", "options") if k in settings},
+    )
+    return [
+        reward_function(
+            rewarder=shared,
+            component=c,
+            rollouts=rollouts if n == 0 else None,
+            **settings,
+        )
+        for n, c in enumerate(components)
+    ]
 
 
 def async_reward_function(
