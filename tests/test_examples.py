@@ -143,6 +143,8 @@ def test_reward_components_add_up_to_the_reward_and_score_a_batch_once(synthetic
     rewarder.score_items = counting  # type: ignore[method-assign]
     score, similarity, judge = (f(completions=completions, ground_truth=truths) for f in funcs)
     assert calls == 1
+    funcs[0](completions=completions, ground_truth=truths)  # the next step: scored again
+    assert calls == 2
     combined = reward_function()(completions=completions, ground_truth=truths)
     for n, item in enumerate(items):
         assert judge[n] is None  # no judge configured

@@ -91,7 +91,7 @@ def test_pages_and_the_api_answer_503_while_the_database_is_down(
             pg.start()
         try:
             # its back-off doubles up to 60 s while the database is away: up to one more pause
-            _wait(lambda: "the database is reachable again" in said.text, 180)
+            _wait(lambda: "the database is reachable again" in said.text, 180, said)
             time.sleep(3)  # then it consumes jobs (and stops cleanly on SIGTERM)
             assert worker.poll() is None, said.text[-2000:]
         finally:
@@ -127,10 +127,12 @@ class _Lines:
             self.text += line
 
 
-def _wait(predicate: Callable[[], bool], seconds: float) -> None:
+def _wait(predicate: Callable[[], bool], seconds: float, said: _Lines | None = None) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
-        assert time.monotonic() < deadline, "timed out"
+        assert time.monotonic() < deadline, "timed out" + (
+            f"; the process said:\n{said.text[-3000:]}" if said is not None else ""
+        )
         time.sleep(0.2)
 
 

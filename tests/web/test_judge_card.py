@@ -5,7 +5,6 @@ card of another test set, or with text where numbers belong, is refused and noth
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -29,7 +28,6 @@ def _card(synthetic: dict[str, Path], folder: Path) -> tuple[dict, set[str]]:
     bench = benchmarks.get("medvidbench")
     assert bench.judging is not None
     rubric = bench.judging.rubric
-    os.environ.setdefault("OPENAI_API_KEY", "none")
     with (
         FakeJudgeServer(responder=steady_responder, model="reference-judge") as a,
         FakeJudgeServer(responder=noisy_responder(0.2, True, 1), model="local-judge") as b,

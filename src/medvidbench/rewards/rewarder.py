@@ -222,7 +222,6 @@ class Rewarder:
             self._check_judge(normaliser.stats)
         self.options = {slug: dict(v) for slug, v in (options or {}).items()}
         self._embedder = embedder
-        self._last: tuple[Any, Rewards] | None = None  # the batch scored last, and its rewards
 
     @staticmethod
     def _check(stats: RewardStats) -> None:
@@ -272,21 +271,14 @@ class Rewarder:
         return on and bench.default_profile != spec.profile
 
     def score(self, completions: Sequence[Any], ground_truths: Sequence[Any]) -> Rewards:
-        """Rewards for a batch (lists in, numpy arrays out). The batch scored last is kept:
-        several reward functions sharing this rewarder (one per component) score it once."""
+        """Rewards for a batch (lists in, numpy arrays out)."""
         if len(completions) != len(ground_truths):
             raise RewardInputError(
                 f"{len(completions)} completions but {len(ground_truths)} ground truths"
             )
-        texts = [completion_text(c, f"completions[{i}]") for i, c in enumerate(completions)]
-        key = (tuple(map(str, texts)), tuple(map(str, ground_truths)))
-        last = self._last
-        if last is not None and last[0] == key:
-            return last[1]
         rows = [decode_row(g, f"ground_truth[{i}]") for i, g in enumerate(ground_truths)]
-        out = self.score_items(rows, texts)
-        self._last = (key, out)
-        return out
+        texts = [completion_text(c, f"completions[{i}]") for i, c in enumerate(completions)]
+        return self.score_items(rows, texts)
 
     def score_items(
         self, rows: Sequence[tuple[str, Any, Mapping[str, Any]]], texts: Sequence[Any]

@@ -47,6 +47,7 @@ def reward_function(
     rewarder: Rewarder | None = None,
     rollouts: str | Path | None = None,
     component: str | None = None,
+    shared: SharedBatch | None = None,
 ) -> Callable[..., list[float | None]]:
     """A GRPO reward function scoring with the benchmarks' own scorers.
 
@@ -61,11 +62,15 @@ def reward_function(
         component: Only this term (``score``, ``similarity`` or ``judge``; see
             :meth:`~medvidbench.rewards.Rewards.component`), None for a row whose task has no
             such term; None: the combined reward. :func:`reward_functions` makes one per term.
+        shared: A :class:`SharedBatch` the functions of one training step score through, so
+            that a batch is scored once for all of them (:func:`reward_functions` sets it).
 
     The returned function keeps its last batch's :class:`~medvidbench.rewards.Rewards` as
     ``.last`` (raw and normalised terms, for logging).
     """
-    scorer = rewarder or Rewarder(stats, k=k, judge=judge, options=options)
+    scorer = shared.rewarder if shared is not None else rewarder
+    scorer = scorer or Rewarder(stats, k=k, judge=judge, options=options)
+    score_batch = shared.score if shared is not None else scorer.score
     wanted = frozenset(tasks) if tasks is not None else None
 
     def reward(
@@ -88,7 +93,7 @@ def reward_function(
         ]
         out: list[float | None] = [None] * len(completions)
         if rows:
-            result = scorer.score([completions[i] for i in rows], [ground_truth[i] for i in rows])
+            result = score_batch([completions[i] for i in rows], [ground_truth[i] for i in rows])
             values = result.reward if component is None else result.component(component)
             for n, i in enumerate(rows):
                 out[i] = None if np.isnan(values[n]) else float(values[n])
@@ -111,6 +116,27 @@ def reward_function(
     return reward
 
 
+class SharedBatch:
+    """One batch's rewards for the ``users`` reward functions of a training step: the first
+    to ask for a batch scores it, the others of the same step get its rewards (a batch asked
+    for again after that is scored again: the next step's, even if it is the same)."""
+
+    def __init__(self, rewarder: Rewarder, users: int) -> None:
+        self.rewarder, self.users = rewarder, users
+        self._key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._result: Rewards | None = None
+        self._left = 0
+
+    def score(self, completions: Sequence[Any], ground_truths: Sequence[Any]) -> Rewards:
+        key = (tuple(map(str, completions)), tuple(map(str, ground_truths)))
+        if self._left > 0 and key == self._key and self._result is not None:
+            self._left -= 1
+            return self._result
+        self._result = self.rewarder.score(completions, ground_truths)
+        self._key, self._left = key, self.users - 1
+        return self._result
+
+
 def reward_functions(
     stats: str | Path | RewardStats | Sequence[str | Path | RewardStats] | None = None,
     *,
@@ -123,13 +149,14 @@ def reward_functions(
     ``multi_objective_aggregation="normalize_then_sum"`` (GDPO: each term normalised within
     its group before the weighted sum) with ``reward_weights``. ``settings`` are
     :func:`reward_function`'s; ``rollouts`` is written by the first function only."""
-    shared = settings.pop("rewarder", None) or Rewarder(
+    rewarder = settings.pop("rewarder", None) or Rewarder(
         stats,
         **{k: settings.pop(k) for k in ("k", "judge", "options") if k in settings},
     )
+    shared = SharedBatch(rewarder, len(components))
     return [
         reward_function(
-            rewarder=shared,
+            shared=shared,
             component=c,
             rollouts=rollouts if n == 0 else None,
             **settings,

@@ -167,8 +167,8 @@ BENCHMARK: Benchmark[Sample] = Benchmark(
     rewards=_rewards,
     uncertainty=Uncertainty(
         cluster_of=source_video,
-        cluster_rule="every question about one source recording together (the recording "
-        "the test set declares in metadata.recording, else the video id of the sample id)",
+        cluster_rule="every question about one source video together (its recording where "
+        "the test set declares one in metadata.recording, else the video id of the sample id)",
     ),
     presentation=Presentation(
         about=ABOUT,
