@@ -85,7 +85,11 @@ def test_pages_and_the_api_answer_503_while_the_database_is_down(
                 text=True,
             )
             said = _Lines(worker)
-            time.sleep(4)
+            # the database comes back only once the worker has found it away (a worker slow to
+            # start under load would otherwise first try it after it is back, and never say so)
+            _wait(lambda: "the database is unreachable" in said.text or worker.poll() is not None,
+                  120, said)  # fmt: skip
+            time.sleep(2)  # a back-off or two
             assert worker.poll() is None, "the worker did not wait for the database"
         finally:
             pg.start()
