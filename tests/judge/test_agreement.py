@@ -229,6 +229,17 @@ def test_card_never_carries_a_caption(agreement: Any, synthetic: dict[str, Path]
     smuggled["judges"][0]["model"] = "x" * 500
     with pytest.raises(UsageError, match="a text where"):
         cards.check(smuggled, bench, sha)
+    for change, said in (
+        (lambda c: c["comparisons"][0].update(judge=7), "comparison 1 is of judge 7"),
+        (lambda c: c["retest"].pop(), "one test-retest entry per judge"),
+        (lambda c: c["alpha"]["all"].pop("R4"), "the card is not whole"),
+        (lambda c: c["comparisons"][0]["kappa"]["all"]["R2"].pop("low"), "not an estimate"),
+        (lambda c: c["design"].pop("pairs"), "its design needs"),
+    ):
+        broken = json.loads(dumped)
+        change(broken)
+        with pytest.raises(UsageError, match=said):
+            cards.check(broken, bench, sha)
     with pytest.raises(UsageError, match="another test set"):
         cards.check(json.loads(dumped), bench, "0" * 64)
     with pytest.raises(UsageError, match="of benchmark"):

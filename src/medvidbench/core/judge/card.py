@@ -560,7 +560,61 @@ def check(card: Any, bench: Benchmark, test_set: str) -> dict[str, Any]:
         _only_numbers(card, "card", frozenset(names))
     except ValueError as exc:
         raise UsageError(f"the card holds something it should not: {exc}") from None
-    for key in ("judges", "design", "comparisons", "alpha", "retest"):
-        if key not in card:
-            raise UsageError(f"the card has no {key!r}")
+    try:
+        _check_shape(card, [*tasks, ALL], card["aspects"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"the card is not whole: {exc}") from None
     return card
+
+
+_ESTIMATE = ("value", "low", "high", "n")
+_DESIGN = ("items", "pairs", "clusters", "models", "retest_pairs", "replicates")
+
+
+def _estimate(e: Any, where: str) -> None:
+    if not isinstance(e, dict) or any(k not in e for k in _ESTIMATE):
+        raise ValueError(f"{where} is not an estimate ({', '.join(_ESTIMATE)})")
+
+
+def _check_shape(card: dict[str, Any], rows: list[str], aspects: list[str]) -> None:
+    """Everything the About page reads is where it reads it (a card that passed the value
+    check could still name a judge it does not list, or leave a task out)."""
+    judges = card["judges"]
+    if not isinstance(judges, list) or len(judges) < 2:
+        raise ValueError("it lists fewer than two judges")
+    for j in judges:
+        if not all(isinstance(j.get(k), str) for k in ("model", "endpoint", "config_id")):
+            raise ValueError("a judge without its model, endpoint and configuration")
+        if not isinstance(j.get("answered"), int):
+            raise ValueError("a judge without the count of pairs it answered")
+    design = card["design"]
+    if not all(isinstance(design.get(k), int) for k in _DESIGN):
+        raise ValueError(f"its design needs {', '.join(_DESIGN)} as whole numbers")
+    comparisons = card["comparisons"]
+    if not isinstance(comparisons, list) or len(comparisons) != len(judges) - 1:
+        raise ValueError("it must compare every judge but the first with the first")
+    for n, comp in enumerate(comparisons, start=1):
+        if comp["judge"] != n:
+            raise ValueError(f"comparison {n} is of judge {comp['judge']!r}")
+        for row in rows:
+            for key in ("kappa", "exact"):
+                for aspect in aspects:
+                    _estimate(comp[key][row][aspect], f"{key} of {aspect} on {row}")
+            for key in ("spearman", "difference", "length_bias", "board_tau"):
+                _estimate(comp[key][row], f"{key} on {row}")
+            calibration = comp["calibration"][row]
+            if calibration is not None and not all(
+                isinstance(calibration.get(k), int | float)
+                for k in ("estimate", "low", "high", "pairs", "labelled")
+            ):
+                raise ValueError(f"the calibration on {row} is not whole")
+    for row in rows:
+        for aspect in aspects:
+            _estimate(card["alpha"][row][aspect], f"alpha of {aspect} on {row}")
+    retest = card["retest"]
+    if not isinstance(retest, list) or len(retest) != len(judges):
+        raise ValueError("it needs one test-retest entry per judge")
+    for r in retest:
+        _estimate(r["kappa"], "a test-retest kappa")
+        if not isinstance(r.get("pairs"), int):
+            raise ValueError("a test-retest entry without its count of pairs")
