@@ -62,7 +62,9 @@ def test_about_page_shows_the_stored_card_and_no_caption(
     kappa = card["comparisons"][0]["kappa"]["all"]["R2"]
     assert f'{kappa["value"]:.2f} <span class="muted">({kappa["low"]:.2f} to' in html
     assert "DVC_llm" in html or "dvc_llm" in html.lower()
-    assert "Test-retest" in html and "Krippendorff" in html
+    assert "Test-retest" in html and "Krippendorff" in html and "both judges" in html
+    for judge in card["judges"]:  # a judge's endpoint is for administrators (health, #32)
+        assert judge["endpoint"] not in html
     for text in texts:  # hidden labels: no reference or answer of a judged pair
         if len(text) > 20:
             assert text not in html
