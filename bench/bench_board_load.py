@@ -27,7 +27,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -187,19 +186,10 @@ def main() -> None:
     deployment("embedded: SQLite", None, args)
     if args.skip_postgres:
         return
-    from sqlalchemy import create_engine, text
+    from serving import postgres_schema  # beside this script
 
-    schema = f"boardload_{uuid.uuid4().hex[:10]}"
-    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        url = f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+    with postgres_schema("boardload") as url:
         deployment("PostgreSQL", url, args)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 if __name__ == "__main__":

@@ -16,22 +16,14 @@ Usage: python bench/bench_stored_files.py [--mb 100] [--rounds 3]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
 import tracemalloc
-import uuid
 from pathlib import Path
-
-from sqlalchemy import create_engine, text
 
 from medvidbench.core.config import Settings
 from medvidbench.server.runtime import Runtime
-
-PG = os.environ.get(
-    "MEDVIDBENCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 
 
 def payload(mb: int) -> bytes:
@@ -79,30 +71,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     data = payload(args.mb)
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    url = f"{PG}?options=-csearch_path%3D{schema}"
+    from serving import postgres_schema  # beside this script
+
     print(f"upload: {len(data) / 2**20:.0f} MiB, {args.rounds} rounds")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for store in ("folder", "database"):
-                runtime = Runtime(
-                    Settings(data_dir=Path(tmp) / store, database_url=url, file_store=store)  # type: ignore[call-arg]
-                )
-                runtime.upgrade_database()
-                got = measure(runtime, data, args.rounds)
-                print(
-                    f"{store:9} place {got['place_s']:.3f} s  read {got['read_s']:.3f} s  "
-                    f"stored {got['compressed_mb']:.1f} MiB  peak memory: place "
-                    f"{got['place_peak_mb']:.1f} MiB, read {got['read_peak_mb']:.1f} MiB"
-                )
-                runtime.engine.dispose()
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with postgres_schema("bench") as url, tempfile.TemporaryDirectory() as tmp:
+        for store in ("folder", "database"):
+            runtime = Runtime(
+                Settings(data_dir=Path(tmp) / store, database_url=url, file_store=store)  # type: ignore[call-arg]
+            )
+            runtime.upgrade_database()
+            got = measure(runtime, data, args.rounds)
+            print(
+                f"{store:9} place {got['place_s']:.3f} s  read {got['read_s']:.3f} s  "
+                f"stored {got['compressed_mb']:.1f} MiB  peak memory: place "
+                f"{got['place_peak_mb']:.1f} MiB, read {got['read_peak_mb']:.1f} MiB"
+            )
+            runtime.engine.dispose()
 
 
 if __name__ == "__main__":

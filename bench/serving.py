@@ -147,3 +147,29 @@ def embedded(data: Path, ground_truth: Path, **settings: Any) -> Iterator[Embedd
         yield Embedded(runtime, user)
     finally:
         consumer.stop(graceful=True)
+
+
+# the machine's test database (MEDVIDBENCH_TEST_POSTGRES names another)
+POSTGRES = os.environ.get(
+    "MEDVIDBENCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@contextmanager
+def postgres_schema(prefix: str) -> Iterator[str]:
+    """A URL of the test database whose tables go into a fresh schema of their own, dropped
+    afterwards (a bench never touches another's tables)."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{POSTGRES}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()

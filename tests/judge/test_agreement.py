@@ -18,7 +18,7 @@ from sklearn.metrics import cohen_kappa_score
 from medvidbench import benchmarks
 from medvidbench.cli.main import app
 from medvidbench.core.errors import UsageError
-from medvidbench.core.judge import card as cards
+from medvidbench.core.judge import card_check as cards
 from medvidbench.core.judge.agreement import (
     calibrated_mean,
     kappa_of_table,

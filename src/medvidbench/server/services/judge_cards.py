@@ -2,8 +2,8 @@
 the benchmark's About page beside its judged metrics.
 
 The card is made offline (``medvidbench judge agreement ... --out CARD.json``) and checked
-before it is stored (:func:`medvidbench.core.judge.card.check`: the benchmark and test set it
-was computed on, nothing in it but numbers and names), so a page never shows a caption.
+before it is stored (:func:`medvidbench.core.judge.card_check.check`: the benchmark and test
+set it was computed on, nothing in it but numbers and names), so a page never shows a caption.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from medvidbench.core.errors import UsageError
-from medvidbench.core.judge.card import check
+from medvidbench.core.judge.card_check import check
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.audit import audit
 from medvidbench.server.services.test_sets import current_benchmark
