@@ -104,6 +104,10 @@ def test_a_bad_card_is_refused_and_the_stored_one_kept(
         got = CliRunner().invoke(app, ["benchmarks", "judge-card", str(path), *data])
         assert got.exit_code == 2, (expected, got.output)
         assert expected in got.output, got.output
+    huge = tmp_path / "huge.json"  # a card of 2 MB: refused before it is read
+    huge.write_text(json.dumps({**card, "pad": "x" * (2 << 20)}))
+    got = CliRunner().invoke(app, ["benchmarks", "judge-card", str(huge), *data])
+    assert got.exit_code == 2 and "larger than the limit of 1,048,576 bytes" in got.output
     not_json = tmp_path / "x.json"
     not_json.write_text("{")
     got = CliRunner().invoke(app, ["benchmarks", "judge-card", str(not_json), *data])
