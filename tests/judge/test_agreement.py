@@ -270,3 +270,30 @@ def test_agreement_command_refuses_bad_input(synthetic: dict[str, Path]) -> None
         env={"OPENAI_API_KEY": "none"},
     )
     assert same.exit_code == 2 and "two prediction files are named" in same.output
+
+
+def test_a_judge_that_answered_nothing_gives_no_number() -> None:
+    """A judge whose every judgement failed (an outage) leaves its figures null, never 0."""
+    from medvidbench.core.judge.card import Collected, Design, Pair, Ratings, build
+
+    pairs = [Pair("video_summary", f"answer {i} words", "ref", f"v{i % 5}") for i in range(20)]
+    collected = Collected("medvidbench", "0" * 64, 20, ["a", "b", "c"], pairs)
+    collected.uses = [(m, p) for m in range(3) for p in range(20)]
+    rng = np.random.default_rng(0)
+    aspects = ("R2", "R3", "R8", "R5", "R4")
+    answered = rng.integers(1, 6, size=(20, 5)).astype(float)
+    failed = np.full((20, 5), np.nan)
+    retest = np.arange(4)
+    ratings = Ratings([{"model": "a"}, {"model": "b"}], aspects, [answered, failed], retest,
+                      [answered[retest], failed[:4]])  # fmt: skip
+    card = build(collected, ratings, Design(20))
+    comparison = card["comparisons"][0]
+    assert card["judges"][1]["answered"] == 0
+    for row in ("video_summary", "all"):
+        assert all(comparison["kappa"][row][a]["value"] is None for a in aspects)
+        assert comparison["spearman"][row]["value"] is None
+        assert comparison["difference"][row]["value"] is None  # not NaN: the card stays JSON
+        assert comparison["board_tau"][row]["value"] is None
+        assert comparison["calibration"][row] is None
+    assert card["retest"][1]["kappa"]["value"] is None and card["retest"][1]["pairs"] == 0
+    json.loads(json.dumps(card, allow_nan=False))  # every figure a number or null

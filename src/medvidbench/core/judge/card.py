@@ -278,7 +278,10 @@ def _compare(
         )
         out["difference"][task] = _est(
             with_interval(
-                lambda idx: float((mean_b[idx] - mean_a[idx]).mean()), members, reps, seed
+                lambda idx: float((mean_b[idx] - mean_a[idx]).mean()) if len(idx) else None,
+                members,
+                reps,
+                seed,
             )
         )
         out["length_bias"][task] = _est(
