@@ -14,7 +14,6 @@ Usage: python bench/bench_blas.py [--samples 6245] [--rounds 5] [--busy 2]
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import statistics
 import subprocess
@@ -24,11 +23,7 @@ import time
 from pathlib import Path
 
 from medvidbench import benchmarks
-
-
-def _spin() -> None:
-    while True:
-        pass
+from serving import busy_loops  # beside this script
 
 
 def _run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -69,17 +64,11 @@ def main() -> None:
             "--ground-truth", str(files["ground_truth"]), "--json",
         ]  # fmt: skip
         _run(command, base)  # warm: the label vectors' cache, the page cache
-        busy = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
-        for p in busy:
-            p.start()
-        try:
-            found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+        found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+        with busy_loops(args.busy):
             for _ in range(args.rounds):
                 for way, env in ways.items():
                     found[way].append(_run(command, env))
-        finally:
-            for p in busy:
-                p.terminate()
         print(f"evaluate {name} ({args.samples:,} samples), {args.busy} busy loops, "
               f"{args.rounds} alternating rounds:")  # fmt: skip
         medians = {}

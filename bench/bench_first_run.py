@@ -16,7 +16,6 @@ Usage: python bench/bench_first_run.py [--rounds 3] [--busy 2]
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import shutil
 import statistics
@@ -25,12 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serving import CLI, account_with_token, clean_env, serve
-
-
-def _spin() -> None:
-    while True:
-        pass
+from serving import CLI, account_with_token, busy_loops, clean_env, serve
 
 
 def _first_run(env: dict[str, str]) -> tuple[float, float]:
@@ -70,17 +64,11 @@ def main() -> None:
         "one thread (default)": base,
         f"{cores} threads": {**base, "OPENBLAS_NUM_THREADS": str(cores)},
     }
-    busy = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
-    for p in busy:
-        p.start()
-    try:
-        found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+    found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+    with busy_loops(args.busy):
         for _ in range(args.rounds):
             for way, env in ways.items():
                 found[way].append(_first_run(env))
-    finally:
-        for p in busy:
-            p.terminate()
     print(
         f"first submission on a new machine (the demo's 6,245 questions, empty data folder "
         f"and model cache), {args.busy} busy loops, {args.rounds} alternating rounds:"

@@ -173,3 +173,23 @@ def postgres_schema(prefix: str) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` processes spinning on a core each for the block (a busy shared machine)."""
+    import multiprocessing
+
+    busy = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(count)]
+    for p in busy:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in busy:
+            p.terminate()
