@@ -53,3 +53,53 @@ def test_a_visitors_board_is_shared_until_the_board_changes(
     # nor is a filtered or sorted view
     sorted_view = visitor.get(f"{BOARD}?sort=nap_acc")
     assert "etag" not in sorted_view.headers and "Public Noisy" in sorted_view.text
+
+
+def test_the_shared_board_is_answered_from_memory_and_sees_other_processes_within_the_window(
+    client: TestClient, web_runtime: Runtime
+) -> None:
+    """Between two reads of the board's version the page comes from memory (no statement
+    sent to the database); a change committed by another process (here: an UPDATE that does
+    not go through this process's bump) shows once the recheck window has passed."""
+    import time
+
+    from sqlalchemy import event, text
+
+    web_runtime.board_versions.seconds = 0.5
+    visitor = TestClient(client.app)
+    tag = visitor.get(BOARD).headers["etag"]
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(web_runtime.engine, "before_cursor_execute", seen)
+    try:
+        held = visitor.get(BOARD)
+        assert held.status_code == 200 and held.headers["etag"] == tag
+        assert statements == []  # answered from memory
+        with web_runtime.engine.begin() as conn:  # another process scores a submission
+            conn.execute(text("UPDATE benchmarks SET generation = generation + 1"))
+        statements.clear()
+        assert visitor.get(BOARD).headers["etag"] == tag  # within the window: as last read
+        assert statements == []
+        time.sleep(0.6)
+        fresh = visitor.get(BOARD)
+        assert fresh.status_code == 200 and fresh.headers["etag"] != tag
+        assert any("generation" in s for s in statements)  # read again after the window
+    finally:
+        event.remove(web_runtime.engine, "before_cursor_execute", seen)
+
+    # 0: every request reads the version
+    web_runtime.board_versions.seconds = 0
+    tag = fresh.headers["etag"]
+    with web_runtime.engine.begin() as conn:
+        conn.execute(text("UPDATE benchmarks SET generation = generation + 1"))
+    assert visitor.get(BOARD).headers["etag"] != tag
+
+
+def test_a_held_board_never_answers_for_an_unknown_benchmark_or_board(client: TestClient) -> None:
+    visitor = TestClient(client.app)
+    assert visitor.get(BOARD).status_code == 200  # the page is held now
+    assert visitor.get("/b/medvidbench/board/secret").status_code == 404
+    assert visitor.get("/b/nope/board/community").status_code == 404

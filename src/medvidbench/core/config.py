@@ -52,6 +52,16 @@ class Settings(BaseSettings):
         "503 with Retry-After: a database that stops answering on connections already open "
         "(a partition, a frozen server) would otherwise hold every page.",
     )
+    board_recheck_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="Seconds a web process answers the board page every visitor sees (not "
+        "signed in, no filter or sort) from its last read of the board's version before "
+        "reading it again: a submission scored by another process (a worker) shows there at "
+        "most about twice this long later (one request reads it again while the others are "
+        "answered the page held); one scored by the process itself at once. 0: read every "
+        "time.",
+    )
     file_store: Literal["auto", "folder", "database"] = Field(
         "auto",
         description="Where uploads, the files kept between a submission's steps and test sets "

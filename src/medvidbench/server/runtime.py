@@ -27,7 +27,7 @@ from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import NoQueueError, NotFoundError, TryLaterError, UsageError
-from medvidbench.server.store.board_cache import BoardCache
+from medvidbench.server.store.board_cache import BoardCache, RecentVersions
 from medvidbench.server.store.db import (
     check_migrated,
     database_url,
@@ -139,6 +139,8 @@ class Runtime:
             settings.upload_process_bytes, settings.max_submission_bytes
         )
         self.boards = BoardCache()  # ranked board rows, per benchmark generation
+        # each benchmark's board version, for the page every visitor sees
+        self.board_versions = RecentVersions(settings.board_recheck_seconds)
 
     @cached_property
     def hosted(self) -> list[str]:

@@ -6,15 +6,20 @@ transaction. A process keeps each board's ranked rows with the generation they w
 at and reuses them while the stored generation is the same: one indexed read per request
 instead of ranking every row again. Several web processes stay consistent, since each compares
 against the database.
+
+The page every visitor sees (:class:`RecentVersions`) trusts its last read of that generation
+for a second: a change made by this process shows at once, one made by another process (a
+worker elsewhere) at most about twice ``MEDVIDBENCH_BOARD_RECHECK_SECONDS`` later.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
 from medvidbench.server.store.models import Submission, TestSet
@@ -27,6 +32,18 @@ def bump(session: Session, benchmark_id: int) -> None:
     session.execute(
         update(TestSet).where(TestSet.id == benchmark_id).values(generation=TestSet.generation + 1)
     )
+    if not session.info.get("boards_changed"):
+        session.info["boards_changed"] = True
+        event.listen(session, "after_commit", _committed_here, once=True)
+
+
+_changes_here = 0  # commits of this process that changed a board
+
+
+def _committed_here(session: Session) -> None:
+    global _changes_here
+    session.info.pop("boards_changed", None)
+    _changes_here += 1  # an int's += under the GIL; a lost count costs only a re-read
 
 
 def bump_for_submission(session: Session, submission_id: int) -> None:
@@ -50,6 +67,13 @@ class BoardCache:
         self._lock = threading.Lock()
         self._computing: dict[Any, threading.Lock] = {}
 
+    def peek(self, key: Any, current: int) -> Any | None:
+        """The value for ``key`` if it was computed at generation ``current``, else None
+        (never computes, never waits for a computation)."""
+        with self._lock:
+            held = self._values.get(key)
+        return held[1] if held is not None and held[0] == current else None
+
     def get(self, key: Any, current: int, compute: Callable[[], T]) -> T:
         """The value for ``key`` at generation ``current``; computed once however many
         requests ask for it at the same time."""
@@ -67,3 +91,51 @@ class BoardCache:
             with self._lock:
                 self._values[key] = (current, value)
             return value
+
+
+class RecentVersions:
+    """Each key's version as last read, trusted for ``seconds`` unless this process has
+    committed a change to a board since (then read again at once).
+
+    Lets the page every visitor sees answer from memory, without a database read per request.
+    When the window has passed, one request reads the version again while the others go on
+    with the one held (for another ``seconds`` at most): fifty clients at once make one read,
+    not fifty. A change committed by another process is therefore seen at most twice
+    ``seconds`` late. 0: every request reads.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._held: dict[Any, tuple[float, int, Any]] = {}  # key: (read at, changes, version)
+        self._reading: set[Any] = set()  # keys a request has claimed to read again
+
+    def recent(self, key: Any) -> Any | None:
+        """The version held for ``key`` if it may still be served, else None: then the caller
+        must read it (through :meth:`get`), and other callers are given the held one until
+        that read is done or the window has passed twice. Reads no database."""
+        held = self._held.get(key)
+        if held is None or held[1] != _changes_here:
+            return None
+        age = time.monotonic() - held[0]
+        if age < self.seconds:
+            return held[2]
+        if key in self._reading and age < 2 * self.seconds:
+            return held[2]  # another request is reading it again
+        self._reading.add(key)  # this caller reads it (:meth:`get` clears the claim)
+        return None
+
+    def get(self, key: Any, read: Callable[[], T]) -> T:
+        """The version of ``key``: the one held if within the window, else ``read()``'s
+        (kept)."""
+        held = self._held.get(key)
+        fresh = held is not None and time.monotonic() - held[0] < self.seconds
+        if held is not None and fresh and held[1] == _changes_here:
+            return held[2]  # type: ignore[no-any-return]
+        changes, at = _changes_here, time.monotonic()  # before the read: a commit during it
+        self._reading.add(key)  # leaves the held version out of date, so the next reads
+        try:
+            version = read()
+        finally:
+            self._reading.discard(key)
+        self._held[key] = (at, changes, version)
+        return version

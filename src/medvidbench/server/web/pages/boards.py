@@ -37,17 +37,19 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request) -> Response:
+async def home(request: Request) -> Response:
     """One hosted benchmark: its official board. Several: the list of them."""
     rt = request.app.state.runtime
     if len(rt.hosted) == 1:
-        return board(request, rt.hosted[0], "official")
-    return page(request, "home.html", hosted=catalogue.hosted(rt), slug=None)
+        return await board(request, rt.hosted[0], "official")
+    return await run_in_threadpool(
+        page, request, "home.html", hosted=catalogue.hosted(rt), slug=None
+    )
 
 
 @router.get("/b/{slug}/", response_class=HTMLResponse)
-def benchmark_home(request: Request, slug: str) -> Response:
-    return board(request, slug, "official")
+async def benchmark_home(request: Request, slug: str) -> Response:
+    return await board(request, slug, "official")
 
 
 @router.get("/b/{slug}", include_in_schema=False)
@@ -57,10 +59,20 @@ def benchmark_home_slash(request: Request, slug: str) -> Response:
 
 
 @router.get("/b/{slug}/board/{kind}", response_class=HTMLResponse)
-def board(request: Request, slug: str, kind: str) -> Response:
-    rt = request.app.state.runtime
+async def board(request: Request, slug: str, kind: str) -> Response:
+    """A board. The page every visitor sees is answered from memory when this process has it
+    for the board's current version (no thread, no database read); anything else is built in
+    a worker thread."""
     if _everyones_view(request):
-        return _shared_board(request, slug, kind)
+        held = _held_board(request, slug, kind)
+        if held is not None:
+            return held
+        return await run_in_threadpool(_shared_board, request, slug, kind)
+    return await run_in_threadpool(_own_board, request, slug, kind)
+
+
+def _own_board(request: Request, slug: str, kind: str) -> Response:
+    rt = request.app.state.runtime
     params, cols = dict(request.query_params), request.query_params.getlist("col")
     context = board_context(rt, kind, params, slug, cols)
     return page(request, "board.html", slug=slug, **context)
@@ -74,6 +86,24 @@ def _everyones_view(request: Request) -> bool:
     )
 
 
+def _held_board(request: Request, slug: str, kind: str) -> Response | None:
+    """The page every visitor sees, if this process holds it for the board's version as
+    recently read (:class:`~medvidbench.server.store.board_cache.RecentVersions`); else None.
+    Reads memory only: it runs on the event loop."""
+    rt = request.app.state.runtime
+    if kind not in KINDS or slug not in rt.hosted:
+        return None  # the thread's path answers the 404
+    version = rt.board_versions.recent(slug)
+    if version is None:
+        return None
+    test_set, generation = version
+    held = rt.boards.peek(("page", request.url.path, test_set, kind), generation)
+    if held is None:
+        return None
+    html, packed = held
+    return _answer(request, html, packed, test_set, generation, kind)
+
+
 def _shared_board(request: Request, slug: str, kind: str) -> Response:
     """The page rendered once per change of the board and served as it is to every visitor,
     with an ETag, so that a browser that has it gets a 304 (a board changes when a submission
@@ -82,7 +112,24 @@ def _shared_board(request: Request, slug: str, kind: str) -> Response:
     definition = rt.definition(slug)
     if kind not in KINDS:
         raise NotFoundError(f"no board {kind!r}")
-    test_set, generation = boards.board_version(rt, definition.slug)
+    test_set, generation = rt.board_versions.get(
+        definition.slug, lambda: boards.board_version(rt, definition.slug)
+    )
+
+    def render() -> tuple[bytes, bytes]:
+        context = board_context(rt, kind, {}, definition.slug, [])
+        html = bytes(page(request, "board.html", slug=definition.slug, **context).body)
+        return html, gzip.compress(html, compresslevel=6, mtime=0)  # a tenth of the bytes
+
+    html, packed = rt.boards.get(("page", request.url.path, test_set, kind), generation, render)
+    return _answer(request, html, packed, test_set, generation, kind)
+
+
+def _answer(
+    request: Request, html: bytes, packed: bytes, test_set: int, generation: int, kind: str
+) -> Response:
+    """The page every visitor sees: a 304 for a browser that has this version, else the page,
+    gzip-compressed for a client that takes it."""
     tag = f'W/"{__version__}-{test_set}-{generation}-{kind}"'
     headers = {
         "ETag": tag,
@@ -91,13 +138,6 @@ def _shared_board(request: Request, slug: str, kind: str) -> Response:
     }
     if tag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
-
-    def render() -> tuple[bytes, bytes]:
-        context = board_context(rt, kind, {}, definition.slug, [])
-        html = bytes(page(request, "board.html", slug=definition.slug, **context).body)
-        return html, gzip.compress(html, compresslevel=6, mtime=0)  # a tenth of the bytes
-
-    html, packed = rt.boards.get(("page", request.url.path, test_set, kind), generation, render)
     if "gzip" in request.headers.get("accept-encoding", ""):
         headers["Content-Encoding"] = "gzip"
         return Response(packed, media_type="text/html; charset=utf-8", headers=headers)
