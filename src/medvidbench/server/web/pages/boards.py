@@ -91,9 +91,9 @@ def _held_board(request: Request, slug: str, kind: str) -> Response | None:
     recently read (:class:`~medvidbench.server.store.board_cache.RecentVersions`); else None.
     Reads memory only: it runs on the event loop."""
     rt = request.app.state.runtime
-    if kind not in KINDS or slug not in rt.hosted:
+    if kind not in KINDS:
         return None  # the thread's path answers the 404
-    version = rt.board_versions.recent(slug)
+    version = rt.board_versions.recent(slug)  # held only for a hosted slug, checked when read
     if version is None:
         return None
     test_set, generation = version
