@@ -3,9 +3,11 @@ signed-in visitor's board is their own and never shared."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from medvidbench.server.runtime import Runtime
 from tests.web.conftest import login, token_for
@@ -103,3 +105,53 @@ def test_a_held_board_never_answers_for_an_unknown_benchmark_or_board(client: Te
     assert visitor.get(BOARD).status_code == 200  # the page is held now
     assert visitor.get("/b/medvidbench/board/secret").status_code == 404
     assert visitor.get("/b/nope/board/community").status_code == 404
+
+
+def test_no_board_or_home_page_reads_the_database_on_the_event_loop(
+    client: TestClient, web_runtime: Runtime, tmp_path: Path
+) -> None:
+    """A read on the event loop would stall every request while the database is slow or
+    frozen (the request deadline cannot fire either): the async routes read only memory and
+    leave every query to a worker thread."""
+    from medvidbench import benchmarks
+    from medvidbench.core.config import Settings
+    from medvidbench.server.services.catalogue import load_benchmark
+    from medvidbench.server.store.db import upgrade
+    from medvidbench.server.web.app import create_app
+
+    # a second server hosting two benchmarks, whose "/" is the list of them
+    several = Runtime(Settings(data_dir=tmp_path / "several", benchmarks="medvidbench,mcqa-demo"))  # type: ignore[call-arg]
+    upgrade(several.engine)
+    for slug in ("medvidbench", "mcqa-demo"):
+        demo = benchmarks.get(slug).demo
+        assert demo is not None
+        files = demo.synthesise(tmp_path / slug, 100, 1)
+        load_benchmark(several, files["ground_truth"], demo=True, slug=slug)
+    owner = TestClient(client.app, follow_redirects=False)
+    login(owner, web_runtime)
+    visitors = (TestClient(client.app), owner, TestClient(create_app(several)))
+    on_loop: list[str] = []
+
+    def seen(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a worker thread
+        on_loop.append(statement)
+
+    watched = (web_runtime.engine, several.engine)
+    for engine in watched:
+        event.listen(engine, "before_cursor_execute", seen)
+    try:
+        for who in visitors:
+            for path in ("/", "/b/medvidbench/", BOARD, BOARD, f"{BOARD}?sort=nap_acc"):
+                answer = who.get(path)
+                assert answer.status_code == 200, path
+        assert "mcqa-demo" in visitors[2].get("/").text  # the list of benchmarks
+        web_runtime.board_versions.seconds = 0  # every request reads the version again
+        assert visitors[0].get(BOARD).status_code == 200
+    finally:
+        for engine in watched:
+            event.remove(engine, "before_cursor_execute", seen)
+        several.engine.dispose()
+    assert on_loop == []

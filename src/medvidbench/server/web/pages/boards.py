@@ -42,9 +42,13 @@ async def home(request: Request) -> Response:
     rt = request.app.state.runtime
     if len(rt.hosted) == 1:
         return await board(request, rt.hosted[0], "official")
-    return await run_in_threadpool(
-        page, request, "home.html", hosted=catalogue.hosted(rt), slug=None
-    )
+    return await run_in_threadpool(_home, request)
+
+
+def _home(request: Request) -> Response:
+    """The list of hosted benchmarks (reads the database: never on the event loop)."""
+    hosted = catalogue.hosted(request.app.state.runtime)
+    return page(request, "home.html", hosted=hosted, slug=None)
 
 
 @router.get("/b/{slug}/", response_class=HTMLResponse)
