@@ -83,3 +83,48 @@ def test_zero_reads_every_time() -> None:
         assert memo.recent("b") is None
         memo.get("b", lambda: reads.append(1) or (1, 1))  # type: ignore[func-returns-value]
     assert len(reads) == 3
+
+
+def test_every_commit_of_one_session_that_changes_a_board_is_counted() -> None:
+    engine = create_engine("sqlite://")
+    from medvidbench.server.store.models import Base, TestSet
+
+    Base.metadata.create_all(engine, tables=[TestSet.__table__])
+    memo = RecentVersions(3600)
+    with Session(engine) as session:
+        for generation in range(3):
+            memo.get("b", lambda g=generation: (1, g))  # type: ignore[misc]
+            with session.begin():
+                board_cache.bump(session, 1)
+            assert memo.recent("b") is None  # the second and third commit too
+        with session.begin():
+            board_cache.bump(session, 1)
+            session.rollback()
+        memo.get("b", lambda: (1, 9))
+        with session.begin():
+            pass  # a later commit of the same session changes nothing
+        assert memo.recent("b") == (1, 9)
+
+
+def test_a_claim_made_while_a_fresh_version_is_returned_is_released() -> None:
+    memo = RecentVersions(0.1)
+    memo.get("b", lambda: (1, 1))
+    time.sleep(0.12)
+    assert memo.recent("b") is None  # claimed...
+    memo.get("b", lambda: (1, 2))  # ...read by the claimant
+    memo._reading.add("b")  # a claim that arrives in the gap after the read was stored
+    assert memo.get("b", lambda: (1, 3)) == (1, 2)  # fresh: returned, and the claim released
+    time.sleep(0.12)
+    assert memo.recent("b") is None  # the next window's first caller reads, not the held one
+
+
+def test_an_older_read_never_replaces_a_newer_one() -> None:
+    memo = RecentVersions(0)
+
+    def slow_old() -> tuple[int, int]:
+        memo.get("b", lambda: (1, 2))  # a newer read starts and ends meanwhile
+        return (1, 1)
+
+    assert memo.get("b", slow_old) == (1, 1)
+    memo.seconds = 3600
+    assert memo.recent("b") == (1, 2)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
@@ -155,3 +157,30 @@ def test_no_board_or_home_page_reads_the_database_on_the_event_loop(
             event.remove(engine, "before_cursor_execute", seen)
         several.engine.dispose()
     assert on_loop == []
+
+
+def test_with_the_database_away_the_held_board_answers_one_window_then_503(
+    client: TestClient, web_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a visitor of the shared board sees when the database stops answering: the page
+    held, for at most about two windows, then the 503 (with Retry-After) every page gives."""
+    import time
+
+    from sqlalchemy.exc import OperationalError
+
+    from medvidbench.server.services import boards
+
+    web_runtime.board_versions.seconds = 0.3
+    visitor = TestClient(client.app)
+    assert visitor.get(BOARD).status_code == 200
+
+    def away(*args: Any) -> None:
+        raise OperationalError("SELECT", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(boards, "board_version", away)
+    assert visitor.get(BOARD).status_code == 200  # within the window: the page held
+    time.sleep(0.65)
+    down = visitor.get(BOARD)
+    assert down.status_code == 503 and down.headers["retry-after"]
+    assert "set-cookie" not in down.headers  # an error page makes no session for a visitor
+    assert visitor.get("/b/nope/").status_code == 404 and not visitor.cookies

@@ -57,10 +57,10 @@ class Settings(BaseSettings):
         ge=0,
         description="Seconds a web process answers the board page every visitor sees (not "
         "signed in, no filter or sort) from its last read of the board's version before "
-        "reading it again: a submission scored by another process (a worker) shows there at "
-        "most about twice this long later (one request reads it again while the others are "
-        "answered the page held); one scored by the process itself at once. 0: read every "
-        "time.",
+        "reading it again: a change made by another process (a submission scored by a "
+        "worker, a run hidden through another web process) shows there at most about twice "
+        "this long later (one request reads it again while the others are answered the page "
+        "held); one made by the process itself at once. 0: read every time.",
     )
     file_store: Literal["auto", "folder", "database"] = Field(
         "auto",

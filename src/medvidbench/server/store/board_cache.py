@@ -32,18 +32,22 @@ def bump(session: Session, benchmark_id: int) -> None:
     session.execute(
         update(TestSet).where(TestSet.id == benchmark_id).values(generation=TestSet.generation + 1)
     )
-    if not session.info.get("boards_changed"):
-        session.info["boards_changed"] = True
-        event.listen(session, "after_commit", _committed_here, once=True)
+    session.info["boards_changed"] = True  # counted when the transaction commits
 
 
 _changes_here = 0  # commits of this process that changed a board
 
 
+@event.listens_for(Session, "after_commit")
 def _committed_here(session: Session) -> None:
     global _changes_here
-    session.info.pop("boards_changed", None)
-    _changes_here += 1  # an int's += under the GIL; a lost count costs only a re-read
+    if session.info.pop("boards_changed", False):
+        _changes_here += 1  # an int's += under the GIL; a lost count costs only a re-read
+
+
+@event.listens_for(Session, "after_rollback")
+def _rolled_back(session: Session) -> None:
+    session.info.pop("boards_changed", None)  # nothing changed
 
 
 def bump_for_submission(session: Session, submission_id: int) -> None:
@@ -130,12 +134,15 @@ class RecentVersions:
         held = self._held.get(key)
         fresh = held is not None and time.monotonic() - held[0] < self.seconds
         if held is not None and fresh and held[1] == _changes_here:
+            self._reading.discard(key)  # a claim made meanwhile has nothing left to read
             return held[2]  # type: ignore[no-any-return]
         changes, at = _changes_here, time.monotonic()  # before the read: a commit during it
         self._reading.add(key)  # leaves the held version out of date, so the next reads
         try:
             version = read()
+            latest = self._held.get(key)
+            if latest is None or latest[0] <= at:  # never replaced by an older read
+                self._held[key] = (at, changes, version)
         finally:
-            self._reading.discard(key)
-        self._held[key] = (at, changes, version)
+            self._reading.discard(key)  # after the version is stored, never before
         return version

@@ -230,9 +230,12 @@ def _our_cause(exc: BaseException) -> MedVidBenchError | None:
 def _viewer(request: Request) -> tuple[Any, str]:
     """Who is signed in, and their CSRF token, for an error page's header: the page says the
     truth about the session (a signed-in user is never offered "Log in"). Nobody when that
-    cannot be told (the database is what failed, or the session is not set up)."""
+    cannot be told (the database is what failed, or the session is not set up). A visitor
+    who is not signed in gets no CSRF token, and so no session cookie: the page has no form
+    for them, and a cookie would take them off the board every visitor shares."""
     try:
-        return deps.current_user(request), deps.csrf_token(request)
+        user = deps.current_user(request)
+        return user, (deps.csrf_token(request) if user is not None else "")
     except Exception:
         return None, ""
 

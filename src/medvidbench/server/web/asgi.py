@@ -49,6 +49,9 @@ def app() -> FastAPI:
             raise
         # unreachable for now: start, and answer /api/v1/health/ready with 503 until it is back
         log.warning("the database is unreachable at start (%s)", describe(exc))
+    # the benchmark plug-ins load now (a broken one stops the start), not in a first request
+    # on the event loop
+    runtime.hosted  # noqa: B018
     sweep_scratch(runtime)  # runs no reaper: what a crash of it left under incoming/
     attach_queue(runtime)
     return create_app(runtime)
