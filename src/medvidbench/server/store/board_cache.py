@@ -104,7 +104,7 @@ class RecentVersions:
     Lets the page every visitor sees answer from memory, without a database read per request.
     When the window has passed, one request reads the version again while the others go on
     with the one held (for another ``seconds`` at most): fifty clients at once make one read,
-    not fifty. A change committed by another process is therefore seen at most twice
+    not fifty. A change committed by another process is therefore seen at most about twice
     ``seconds`` late. 0: every request reads.
     """
 
@@ -117,27 +117,25 @@ class RecentVersions:
         """The version held for ``key`` if it may still be served, else None: then the caller
         must read it (through :meth:`get`), and other callers are given the held one until
         that read is done or the window has passed twice. Reads no database."""
-        held = self._held.get(key)
-        if held is None or held[1] != _changes_here:
+        age = self._age(key)
+        if age is None:
             return None
-        age = time.monotonic() - held[0]
-        if age < self.seconds:
-            return held[2]
-        if key in self._reading and age < 2 * self.seconds:
-            return held[2]  # another request is reading it again
+        if age < self.seconds or (key in self._reading and age < 2 * self.seconds):
+            return self._held[key][2]  # in the window, or another request is reading it again
         self._reading.add(key)  # this caller reads it (:meth:`get` clears the claim)
         return None
 
     def get(self, key: Any, read: Callable[[], T]) -> T:
         """The version of ``key``: the one held if within the window, else ``read()``'s
         (kept)."""
-        held = self._held.get(key)
-        fresh = held is not None and time.monotonic() - held[0] < self.seconds
-        if held is not None and fresh and held[1] == _changes_here:
+        age = self._age(key)
+        if age is not None and age < self.seconds:
             self._reading.discard(key)  # a claim made meanwhile has nothing left to read
-            return held[2]  # type: ignore[no-any-return]
-        changes, at = _changes_here, time.monotonic()  # before the read: a commit during it
-        self._reading.add(key)  # leaves the held version out of date, so the next reads
+            return self._held[key][2]  # type: ignore[no-any-return]
+        # taken before the read: a commit during it leaves what is stored out of date, so
+        # the next request reads again
+        changes, at = _changes_here, time.monotonic()
+        self._reading.add(key)  # meanwhile the others are given the version held
         try:
             version = read()
             latest = self._held.get(key)
@@ -146,3 +144,11 @@ class RecentVersions:
         finally:
             self._reading.discard(key)  # after the version is stored, never before
         return version
+
+    def _age(self, key: Any) -> float | None:
+        """Seconds since the version held for ``key`` was read; None when nothing is held or
+        this process has committed a change to a board since."""
+        held = self._held.get(key)
+        if held is None or held[1] != _changes_here:
+            return None
+        return time.monotonic() - held[0]
