@@ -58,10 +58,15 @@ def test_a_worker_elsewhere_scores_and_the_held_board_shows_it_within_twice_the_
                 visitor.get(BOARD)  # a visitor meanwhile keeps the page and its version held
                 time.sleep(0.02)
             scored_at = time.monotonic()
-            while "Fresh Model" not in visitor.get(BOARD).text:
-                assert time.monotonic() - scored_at < 2 * 1.0 + 0.5, "not shown within ~2 s"
+            while True:
+                # measured from when the request that shows it was sent: how stale the page
+                # was, not how long a loaded machine took to render it
+                asked = time.monotonic()
+                if "Fresh Model" in visitor.get(BOARD).text:
+                    break
+                assert asked - scored_at < 2 * 1.0 + 0.5, "not shown within ~2 s"
                 time.sleep(0.05)
-            shown_after = time.monotonic() - scored_at
+            shown_after = asked - scored_at
             # through the API (no memory of the page) it is there at once
             listed = client.get("/api/v1/benchmarks/medvidbench/boards/community").json()
             assert "Fresh Model" in str(listed)

@@ -4,8 +4,6 @@ committed."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
@@ -14,11 +12,25 @@ from medvidbench.server.store import board_cache
 from medvidbench.server.store.board_cache import RecentVersions
 
 
+class Clock:
+    """Time that moves only when a test says so: a loaded machine cannot pass a window."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def test_the_version_is_held_for_the_window_then_read_by_one_request_while_others_wait_not() -> (
     None
 ):
     reads: list[int] = []
-    memo = RecentVersions(0.2)
+    clock = Clock()
+    memo = RecentVersions(0.2, clock=clock)
 
     def read() -> tuple[int, int]:
         reads.append(1)
@@ -29,23 +41,24 @@ def test_the_version_is_held_for_the_window_then_read_by_one_request_while_other
     assert memo.recent("medvidbench") == (1, 1) and memo.get("medvidbench", read) == (1, 1)
     assert len(reads) == 1
 
-    time.sleep(0.25)  # the window has passed
+    clock.advance(0.25)  # the window has passed
     assert memo.recent("medvidbench") is None  # this request claims the read...
     for _ in range(50):  # ...and fifty others are answered with the version held meanwhile
         assert memo.recent("medvidbench") == (1, 1)
     assert memo.get("medvidbench", read) == (1, 2) and len(reads) == 2
     assert memo.recent("medvidbench") == (1, 2)
 
-    time.sleep(0.25)
+    clock.advance(0.25)
     assert memo.recent("medvidbench") is None  # claimed, but the claimant never reads...
-    time.sleep(0.2)  # ...so after twice the window nobody is given the old version
+    clock.advance(0.2)  # ...so after twice the window nobody is given the old version
     assert memo.recent("medvidbench") is None
 
 
 def test_a_failed_read_releases_its_claim() -> None:
-    memo = RecentVersions(0.05)
+    clock = Clock()
+    memo = RecentVersions(0.05, clock=clock)
     memo.get("b", lambda: (1, 1))
-    time.sleep(0.06)
+    clock.advance(0.06)
     assert memo.recent("b") is None
 
     def broken() -> tuple[int, int]:
@@ -107,14 +120,15 @@ def test_every_commit_of_one_session_that_changes_a_board_is_counted() -> None:
 
 
 def test_a_claim_made_while_a_fresh_version_is_returned_is_released() -> None:
-    memo = RecentVersions(0.1)
+    clock = Clock()
+    memo = RecentVersions(0.1, clock=clock)
     memo.get("b", lambda: (1, 1))
-    time.sleep(0.12)
+    clock.advance(0.12)
     assert memo.recent("b") is None  # claimed...
     memo.get("b", lambda: (1, 2))  # ...read by the claimant
     memo._reading.add("b")  # a claim that arrives in the gap after the read was stored
     assert memo.get("b", lambda: (1, 3)) == (1, 2)  # fresh: returned, and the claim released
-    time.sleep(0.12)
+    clock.advance(0.12)
     assert memo.recent("b") is None  # the next window's first caller reads, not the held one
 
 

@@ -108,8 +108,9 @@ class RecentVersions:
     ``seconds`` late. 0: every request reads.
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
+        self._clock = clock  # tests pass their own, so a slow machine cannot pass a window
         self._held: dict[Any, tuple[float, int, Any]] = {}  # key: (read at, changes, version)
         self._reading: set[Any] = set()  # keys a request has claimed to read again
 
@@ -134,7 +135,7 @@ class RecentVersions:
             return self._held[key][2]  # type: ignore[no-any-return]
         # taken before the read: a commit during it leaves what is stored out of date, so
         # the next request reads again
-        changes, at = _changes_here, time.monotonic()
+        changes, at = _changes_here, self._clock()
         self._reading.add(key)  # meanwhile the others are given the version held
         try:
             version = read()
@@ -151,4 +152,4 @@ class RecentVersions:
         held = self._held.get(key)
         if held is None or held[1] != _changes_here:
             return None
-        return time.monotonic() - held[0]
+        return self._clock() - held[0]
