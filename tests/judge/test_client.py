@@ -71,11 +71,17 @@ def test_rate_limits_errors_and_malformed_answers_are_retried() -> None:
 def test_retry_after_is_honoured() -> None:
     with FakeJudgeServer(rate_429=1.0) as server:  # every answer is a 429 with retry-after-ms 200
         judge = Judge(config(server, max_attempts=3), MemoryJudgeCache())
+        waits: list[float] = []
+        chosen = judge._wait
+        judge._wait = lambda state: waits.append(chosen(state)) or waits[-1]  # type: ignore[method-assign]
         started = time.perf_counter()
         out = judge.judge_all(requests_for(judge.config, 1))
         elapsed = time.perf_counter() - started
         assert out == {} and judge.stats.failures == 1 and server.requests == 3
-        assert 0.4 <= elapsed < 2.0  # two waits of 200 ms, not the 1 s of retry-after
+        # two waits of 200 ms, not the 1 s of retry-after (tenacity asks for a third after the
+        # last attempt and does not sleep it); two retries counted, not three
+        assert waits[:2] == [0.2, 0.2] and judge.stats.retries == 2
+        assert elapsed >= 0.4  # and waited
         assert judge.stats.failure_reasons == {"RateLimitError": 1}
 
 

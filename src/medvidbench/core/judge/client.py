@@ -240,6 +240,7 @@ class Judge:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.config.max_attempts),
             wait=self._wait,
+            before_sleep=self._count_retry,  # wait is asked after the last attempt too
             retry=retry_if_not_exception_type(_Failed),
             reraise=True,
         )
@@ -258,8 +259,10 @@ class Judge:
         self.stats.succeeded += 1
         return judgement
 
-    def _wait(self, state: Any) -> float:
+    def _count_retry(self, state: Any) -> None:
         self.stats.retries += 1
+
+    def _wait(self, state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
         hinted = _retry_after(exc) if exc is not None else None
         if hinted is not None:
