@@ -56,18 +56,18 @@ def test_a_declared_size_of_a_whole_sheet_is_not_believed(small: bytes) -> None:
     for a million rows (hours)."""
     sheet = re.sub(rb'<dimension ref="[^"]*"/>', b'<dimension ref="A1:XFD1048576"/>', _sheet(small))
     hostile = _rewrite(small, sheet)
-    began = time.monotonic()
+    began = time.process_time()  # CPU time: what matters is the work (hours if believed)
     assert _import(hostile) == [{"index": 0, "prediction": "0.0-5.0 seconds."}]
-    assert time.monotonic() - began < 5
+    assert time.process_time() - began < 5
 
 
 def test_a_row_far_below_or_a_cell_far_right_is_bounded(small: bytes) -> None:
     far = b'<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>x</t></is></c></row>'
     hostile = _rewrite(small, _sheet(small).replace(b"</sheetData>", far + b"</sheetData>"))
-    began = time.monotonic()
+    began = time.process_time()  # CPU time: a loaded machine stretches only the wall time
     with pytest.raises(InvalidSubmissionError, match="more than 1,000,000 rows"):
         _import(hostile)
-    assert time.monotonic() - began < 10
+    assert time.process_time() - began < 10
 
 
 def test_many_small_rows_are_refused_against_the_test_file(small: bytes) -> None:

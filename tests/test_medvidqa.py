@@ -291,15 +291,21 @@ ADVERSARIAL = {
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
-def test_reading_a_30000_character_answer_takes_milliseconds(text: str) -> None:
+def test_reading_a_30000_character_answer_takes_milliseconds(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CPU time of this thread, and a wall budget no loaded machine runs out of: the figures are
+    # the work done, not how long a busy machine kept the test waiting
+    monkeypatch.setattr(linear_re.budget, "BASE", 1.0)
     assert len(text) >= 29_990
-    started = time.perf_counter()
-    with linear_re.budgeted():  # the scorers' path: re under a time budget, then the engine
+    started = time.thread_time()
+    with linear_re.budgeted() as budget:  # the scorers' path: re under a time budget
         parse_span(text)
-    assert time.perf_counter() - started < 0.25
-    started = time.perf_counter()
+    assert time.thread_time() - started < 0.25
+    assert budget is not None and budget.timeouts == 0
+    started = time.thread_time()
     parse_span(text)  # the linear engine alone (no budget): linear, so still well under 2 s
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0
 
 
 def test_the_kernel_cuts_a_runaway_text_answer(tmp_path: Path) -> None:

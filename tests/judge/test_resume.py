@@ -45,7 +45,16 @@ def test_sigkill_mid_judging_then_rerun(synthetic: dict[str, Path], tmp_path: Pa
         assert proc.poll() is None, "finished before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        time.sleep(0.5)  # let the server finish the requests that were in flight
+        # let the server finish the requests that were in flight: until every request it
+        # read is answered and nothing has changed for half a second (however loaded)
+        settle = time.monotonic() + 60
+        seen = (-1, -1)
+        while time.monotonic() < settle:
+            now = (server.requests, server.answered)
+            if now == seen and now[0] == now[1]:
+                break
+            seen = now
+            time.sleep(0.5)
         answered_first = server.answered
         stored_first = len(SQLiteJudgeCache(cache))
         assert 0 < stored_first <= answered_first  # up to 4 (the concurrency) in flight

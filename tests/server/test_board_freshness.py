@@ -59,14 +59,14 @@ def test_a_worker_elsewhere_scores_and_the_held_board_shows_it_within_twice_the_
                 time.sleep(0.02)
             scored_at = time.monotonic()
             while True:
-                # measured from when the request that shows it was sent: how stale the page
-                # was, not how long a loaded machine took to render it
+                # every request sent more than about two windows after the commit shows it
+                # (measured from when it was sent: how stale the page was, not how long a
+                # loaded machine took to render it)
                 asked = time.monotonic()
                 if "Fresh Model" in visitor.get(BOARD).text:
                     break
                 assert asked - scored_at < 2 * 1.0 + 0.5, "not shown within ~2 s"
                 time.sleep(0.05)
-            shown_after = asked - scored_at
             # through the API (no memory of the page) it is there at once
             listed = client.get("/api/v1/benchmarks/medvidbench/boards/community").json()
             assert "Fresh Model" in str(listed)
@@ -74,4 +74,3 @@ def test_a_worker_elsewhere_scores_and_the_held_board_shows_it_within_twice_the_
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
         redis.Redis.from_url(queue_url).flushdb()
-    assert shown_after < 2.5

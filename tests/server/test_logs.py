@@ -30,9 +30,13 @@ def worker_log(tmp_path: Path, synthetic: dict[str, Path], log_format: str) -> t
     worker = start_worker(runtime.data_dir, env, log=log)
     try:
         deadline = time.monotonic() + 120
-        while scored_count(runtime) < 1 and time.monotonic() < deadline:
+        # the job's last lines come after its commit: wait for them, not a while
+        last = f"score step of submission {sub.id}: done"
+        while time.monotonic() < deadline:
+            text = log.read_text() if log.exists() else ""
+            if last in text and "executed in" in text:
+                break
             time.sleep(0.1)
-        time.sleep(0.5)  # the job's last lines after its commit
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)

@@ -69,7 +69,7 @@ def live_server(
                 break
         except httpx.HTTPError:
             pass
-        if server.poll() is not None or time.monotonic() - started > 60:
+        if server.poll() is not None or time.monotonic() - started > 180:  # a hang, not a load
             server.kill()
             out, err = server.communicate()
             raise RuntimeError(f"server did not start: {out.decode()} {err.decode()}")
