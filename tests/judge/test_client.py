@@ -85,6 +85,41 @@ def test_retry_after_is_honoured() -> None:
         assert judge.stats.failure_reasons == {"RateLimitError": 1}
 
 
+def test_a_judge_found_down_counts_what_was_sent_and_why_each_pair_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every answer an error: 16 pairs are sent once each and fail with the server's error;
+    the judge is then down and the other 24 are never sent. None of them was sent twice, so
+    no retry is counted (tenacity's retries of an unsent pair send nothing), and no pair that
+    got an answer is said to be 'NotSent'."""
+    from medvidbench.core.judge import client
+
+    monkeypatch.setattr(client, "_BACKOFF_BASE", 0.01)
+    with FakeJudgeServer(rate_500=1.0) as server:
+        judge = Judge(config(server, concurrency=1, max_attempts=3), MemoryJudgeCache())
+        assert judge.judge_all(requests_for(judge.config, 40)) == {}
+        s = judge.stats
+        assert s.calls == server.requests == client._DOWN_AFTER
+        assert s.retries == 0 and s.failures == 40
+        assert s.failure_reasons == {"InternalServerError": 16, "NotSent": 24}
+        assert judge.provenance()["retries"] == 0
+
+
+def test_each_judge_all_is_counted_on_its_own() -> None:
+    """A judge used again (a training run's batches) reports each call, not their sum: a
+    second call whose pairs are all cached made no request, whatever the first one did."""
+    with FakeJudgeServer(rate_500=0.3, seed=5) as server:
+        judge = Judge(config(server, max_attempts=5), MemoryJudgeCache())
+        reqs = requests_for(judge.config, 10)
+        first = judge.judge_all(reqs)
+        assert judge.stats.calls == server.requests > 10
+        second = judge.judge_all(reqs)
+        assert second == first
+        p = judge.provenance()
+        assert p["pairs"] == 10 and p["cache_hits"] == len(first) and p["calls"] == 0
+        assert p["retries"] == 0 and p["effective_concurrency"] is None
+
+
 def test_timeouts_are_retried_then_counted_as_failures() -> None:
     with FakeJudgeServer(rate_timeout=1.0, timeout_sleep=1.0) as server:
         judge = Judge(config(server, timeout=0.3, max_attempts=2), MemoryJudgeCache())

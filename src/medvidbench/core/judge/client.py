@@ -181,9 +181,14 @@ class Judge:
     def judge_all(
         self, requests: list[JudgeRequest], progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Judgement]:
-        """Judgements for every request that succeeded (cached or new), keyed by request key."""
+        """Judgements for every request that succeeded (cached or new), keyed by request key.
+
+        :attr:`stats` (and so :meth:`provenance`) describe this call alone: a judge used again
+        (a training run's batches, say) starts each call from zero.
+        """
         started = time.perf_counter()
         self.last_failures, self._failing = {}, 0
+        self.stats = JudgeStats()
         unique = list({r.key: r for r in requests}.values())
         self.stats.requested += len(unique)
         found = self.cache.get_many([r.key for r in unique])
@@ -240,27 +245,37 @@ class Judge:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.config.max_attempts),
             wait=self._wait,
-            before_sleep=self._count_retry,  # wait is asked after the last attempt too
             retry=retry_if_not_exception_type(_Failed),
             reraise=True,
         )
+        sent: list[float] = []  # when each attempt at this pair was sent (not every one is)
+        last_error: Exception | None = None  # the error of the last attempt sent
         try:
             async for attempt in retrying:
                 with attempt:
-                    judgement = await self._attempt(client, slots, limiter, req)
+                    try:
+                        judgement = await self._attempt(client, slots, limiter, req, sent)
+                    except _NotSent:
+                        raise
+                    except Exception as exc:
+                        last_error = exc
+                        raise
         except Exception as exc:  # every failure is counted with its reason, never raised
             self.stats.failures += 1
+            if isinstance(exc, _NotSent) and last_error is not None:
+                exc = last_error  # sent and failed before the judge was found down: why
             cause = exc.__cause__ if isinstance(exc, _Failed) and exc.__cause__ else exc
             reason = "NotSent" if isinstance(exc, _NotSent) else type(cause).__name__
             self.stats.failure_reasons[reason] += 1
             self.last_failures[req.key] = reason
             return None
+        finally:
+            # a retry is an attempt sent again: not a wait tenacity asked for (it asks after
+            # the last attempt too), nor an attempt the judge's outage kept from being sent
+            self.stats.retries += max(0, len(sent) - 1)
         self.cache.put(req.key, judgement)
         self.stats.succeeded += 1
         return judgement
-
-    def _count_retry(self, state: Any) -> None:
-        self.stats.retries += 1
 
     def _wait(self, state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -270,18 +285,26 @@ class Judge:
         return float(min(_BACKOFF_CAP, _BACKOFF_BASE * 2 ** (state.attempt_number - 1)))
 
     async def _attempt(
-        self, client: Any, slots: asyncio.Semaphore, limiter: Any, req: JudgeRequest
+        self,
+        client: Any,
+        slots: asyncio.Semaphore,
+        limiter: Any,
+        req: JudgeRequest,
+        sent_at: list[float],
     ) -> Judgement:
+        """One request for ``req`` (its send time appended to ``sent_at``), unless the judge
+        is down."""
         import openai
 
         extra: dict[str, Any] = {} if self.config.seed is None else {"seed": self.config.seed}
+        self._raise_if_down()  # before waiting for the rate limit: nothing will be sent
         if limiter is not None:
             await limiter.acquire()
         async with slots:
-            if self._failing >= _DOWN_AFTER:
-                raise _NotSent(f"the judge's last {self._failing} attempts all failed")
+            self._raise_if_down()
             self.stats.calls += 1
             sent = time.monotonic()
+            sent_at.append(sent)
             if self.stats.first_sent is None:
                 self.stats.first_sent = sent
             outcome = "error"
@@ -328,6 +351,10 @@ class Judge:
             getattr(usage, "completion_tokens", 0) or 0,
             datetime.now(UTC).isoformat(timespec="seconds"),
         )
+
+    def _raise_if_down(self) -> None:
+        if self._failing >= _DOWN_AFTER:
+            raise _NotSent(f"the judge's last {self._failing} attempts all failed")
 
     def effective_concurrency(self) -> float | None:
         """Requests in flight on average, from the first request sent to the last answer."""
