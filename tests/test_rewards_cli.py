@@ -33,10 +33,24 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.fixture(scope="module")
+def fewer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A 200-sample synthetic set, every task in it: fit and score encode every caption with
+    the sentence encoder in a process of their own, the suite's costliest test at 600."""
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+
+    return write_synthetic(tmp_path_factory.mktemp("fewer"), samples=200, seed=7)
+
+
 def test_prepare_fit_score_and_train_on_the_prepared_rows(
-    synthetic: dict[str, Path], synthetic_gt: Any, tmp_path: Path
+    fewer: dict[str, Path], tmp_path: Path
 ) -> None:
-    gt = synthetic["ground_truth"]
+    from medvidbench.benchmarks.medvidbench.groundtruth import load_ground_truth
+    from medvidbench.benchmarks.medvidbench.tasks import TASKS
+
+    synthetic, gt = fewer, fewer["ground_truth"]
+    synthetic_gt = load_ground_truth(gt)
+    assert {s.task for s in synthetic_gt.samples} == set(TASKS)  # every task still there
     done = cli("rewards", "prepare", gt, "--out", tmp_path / "trl.jsonl")
     assert done.returncode == 0, done.stderr
     assert f"{len(synthetic_gt)} rows written" in done.stdout
