@@ -99,3 +99,24 @@ def test_only_the_submitter_changes_visibility_and_values_are_checked(
         data={"visibility": "withdrawn"},
     )
     assert answer.status_code == 404 and _on_board(client, sid)
+
+
+def test_a_private_run_scored_on_an_earlier_test_set_would_rank_nowhere(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path], tmp_path: Path
+) -> None:
+    """Its items are not the board's any more: a place among runs scored on other items would
+    be a number that was not computed, so none is given."""
+    from medvidbench.benchmarks.medvidbench.synth import write_synthetic
+    from medvidbench.server.services.catalogue import load_benchmark
+
+    login(client, web_runtime)
+    token = token_for(client)
+    upload(client, token, synthetic["weak"], "Public Weak")
+    sid = upload(client, token, synthetic["strong"], "Private Strong", visibility="private")
+    sid = sid.json()["id"]
+    assert client.get(f"/api/v1/submissions/{sid}").json()["would_rank"] == [1, 2]
+    newer = write_synthetic(tmp_path / "newer", samples=200, seed=11)
+    load_benchmark(web_runtime, newer["ground_truth"])  # the benchmark's test set is replaced
+    upload(client, token, newer["weak"], "Public Weak Again")
+    assert client.get(f"/api/v1/submissions/{sid}").json()["would_rank"] is None
+    assert "would rank" not in client.get(f"/submissions/{sid}").text

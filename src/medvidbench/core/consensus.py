@@ -93,11 +93,15 @@ class Aggregation:
 
 
 def _ranked(bench: Benchmark, family: str | None) -> list[Metric]:
+    """The benchmark's ranked metrics (of ``family``'s tasks, when given). A metric of no one
+    task (MedSG-Bench's overall accuracy) belongs to a family when all the benchmark's tasks
+    do."""
     tasks = {t.name: t.family for t in bench.tasks}
+    whole = set(tasks.values()) == {family}
     return [
         m
         for m in bench.metrics
-        if m.ranked and m.task and (family is None or tasks.get(m.task) == family)
+        if m.ranked and (family is None or (tasks.get(m.task) == family if m.task else whole))
     ]
 
 
@@ -434,7 +438,13 @@ def aggregate(
             raise ValueError(f"{', '.join(twice)} evaluated twice on {slug}: keep one evaluation")
     benches = {slug: rs[0].benchmark for slug, rs in by_bench.items()}
     models = sorted({r.model for r in results})
-    count = {m: sum(1 for r in results if r.model == m) for m in models}
+    # on how many benchmarks each model was measured: a value of one of the ranked metrics
+    # taken into account (of ``family``'s tasks, when given), not merely an evaluation there
+    measured = _table(by_bench, {(r.benchmark.slug, r.model): r.metrics for r in results}, family)
+    count = {
+        m: sum(1 for metrics in measured.values() if any(m in p for p in metrics.values()))
+        for m in models
+    }
     out = []
     for method in methods:
         if method == "plackett-luce":

@@ -27,7 +27,7 @@ from medvidbench.server.services.board_reads import (
 from medvidbench.server.services.evaluations import current_evaluations
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.store import board_cache
-from medvidbench.server.store.models import TestSet
+from medvidbench.server.store.models import Submission, TestSet
 
 
 @dataclass(slots=True)
@@ -69,8 +69,9 @@ class BoardRow:
     interval_note: str = ""
     place: int = 0
     medal: int | None = None  # 1-3 (gold, silver, bronze); never for a row that scored nothing
-    # private runs the row's team (or account) had scored on this benchmark before it
-    private_runs: int = 0
+    # private runs the row's team (or account) had scored on this benchmark before it was
+    # submitted; None for a reported row (no account here: not known)
+    private_runs: int | None = None
 
 
 def board_version(runtime: Runtime, slug: str) -> tuple[int, int]:
@@ -203,7 +204,7 @@ def _rows(
             BoardRow(
                 rank=rank,
                 medal=rank if rank <= 3 and scored else None,
-                private_runs=sub.private_runs if sub else 0,
+                private_runs=sub.private_runs if sub else None,
                 place=r.rank,
                 entry_id=e.id,
                 model_name=e.model_name,
@@ -366,11 +367,17 @@ def _why_not(prepared: Replicates | None, reported: bool) -> str:
 def would_rank(runtime: Runtime, slug: str, submission_id: int) -> tuple[int, int] | None:
     """Where a private submission would rank on its benchmark's community board, by the board's
     own rule (its evaluation's replicates paired with the board's; ties shared), among the
-    rows it would be ranked with; None without an evaluation the board would show. Computed
-    once per board generation and evaluation."""
+    rows it would be ranked with; None without an evaluation the board would show, or when it
+    was scored on an earlier test set (other items: not comparable). Computed once per board
+    generation and evaluation."""
     bench_id = current_benchmark(runtime, slug).id
     definition = runtime.definition(slug)
     with runtime.sessions() as session:
+        if (
+            session.scalar(select(Submission.benchmark_id).where(Submission.id == submission_id))
+            != bench_id
+        ):
+            return None
         current = board_cache.generation(session, bench_id)
         ev = current_evaluations(session, [submission_id], definition).get(submission_id)
     if ev is None:

@@ -100,7 +100,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
                     r.tie_group or "",
                     *_bounds(r.intervals, definition.metrics),
                     r.place,
-                    r.private_runs,
+                    "" if r.private_runs is None else r.private_runs,
                 ]
             ]
         )
