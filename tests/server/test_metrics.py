@@ -60,6 +60,10 @@ def test_scrape_after_a_judged_submission(tmp_path: Path, synthetic: dict[str, P
     # What the database holds, read at scrape time.
     assert value(after, "medvidbench_submissions", benchmark="medvidbench", status="complete") == 1
     assert value(before, "medvidbench_submissions", benchmark="medvidbench", status="complete") == 0
+    # every state is reported, a known 0 included (an absent series reads as missing data)
+    for state in ("queued", "scoring", "scored", "judging", "complete", "failed", "rejected"):
+        labels = frozenset({"benchmark": "medvidbench", "status": state}.items())
+        assert ("medvidbench_submissions", labels) in before, state
     # One score job and one judge job, both done, timed.
     for job in ("score", "judge"):
         key = {"step": job, "benchmark": "medvidbench", "outcome": "done"}
