@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Connection, String, and_, case, func, select, type_coerce
+from sqlalchemy import Connection, String, and_, func, or_, select, type_coerce
 from sqlalchemy.orm import Session, aliased
 
 from medvidbench.core.errors import NotFoundError
@@ -166,12 +166,13 @@ def _entry_rows(connection: Connection, board_id: int) -> list[EntryRow]:
 
 
 def _private_runs() -> Any:
-    """A correlated count, per submission, of the scored private runs of its team (or account,
-    without a team) on its benchmark made before it."""
+    """A correlated count, per submission, of the scored private runs on its benchmark made
+    before it by its team or by its submitter (in a team or not: a member's runs from before
+    joining count too)."""
     run = aliased(Submission)
-    same_owner = case(
-        (Submission.team_id.is_not(None), run.team_id == Submission.team_id),
-        else_=and_(run.team_id.is_(None), run.user_id == Submission.user_id),
+    same_owner = or_(
+        run.user_id == Submission.user_id,
+        and_(Submission.team_id.is_not(None), run.team_id == Submission.team_id),
     )
     return (
         select(func.count(run.id))
