@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from medvidbench.server.lifecycle import Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.store.models import Submission, TestSet
 
 
 def submission_counts(runtime: Runtime) -> dict[tuple[str, str], int]:
     """How many submissions each benchmark has in each state, keyed by (slug, status): every
-    state of every hosted benchmark, none too (a known 0 is not missing data)."""
-    from medvidbench.server.lifecycle import Status
-
+    state of every hosted benchmark, those with none too (a known 0 is not missing data)."""
     query = (
         select(TestSet.slug, Submission.status, func.count())
         .join(TestSet, Submission.benchmark_id == TestSet.id)
