@@ -271,6 +271,68 @@ def test_each_step_has_its_own_attempts_and_retries_back_off(
     assert [retry_delay(n) for n in range(1, 7)] == [5, 15, 45, 135, 300, 300]
 
 
+def test_a_submission_whose_judging_failed_leaves_the_boards_and_can_come_back(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path]
+) -> None:
+    """Failed is a private state that holds no model name and spends no quota: a submission
+    whose judging step failed for good (not an outage) leaves the boards with it, rather than
+    staying ranked under a name another team may then take. An administrator's re-judging puts
+    it back, waiting for the judge, unless its name was taken meanwhile."""
+    from medvidbench.core.errors import ConflictError
+    from medvidbench.server.services.evaluations import request_rejudge
+    from medvidbench.server.services.events import log
+    from medvidbench.server.services.quota import quota
+
+    runtime.queue = HeldQueue()
+    runtime.settings.quota_per_day = 10
+    bob = make_user(runtime, "bob", team="Team B")
+
+    class BrokenJudge:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("judge exploded")
+
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judged Twice")
+    assert run_step(runtime, sub.id, "score", "w0") == "done"
+    assert [r.model_name for r in board_rows(runtime, "community")] == ["Judged Twice"]
+    assert quota(runtime, alice)[0].used == 1
+    outcomes = [run_step(runtime, sub.id, "judge", f"j{i}", judge=BrokenJudge()) for i in range(3)]
+    assert outcomes == ["retry", "retry", "failed"]
+    assert get_submission(runtime, sub.id, alice).status == "failed"
+    assert board_rows(runtime, "community") == []  # off the board, with its failed state
+    assert "Judged Twice" not in export_board(runtime, "community", "csv")
+    assert quota(runtime, alice)[0].used == 0
+    last = log(runtime, sub.id, full=True)[-1]
+    assert last["kind"] == "failed" and "off the boards until an administrator" in last["message"]
+
+    # Back on the board, waiting for the judge; and again off it after the same failure.
+    assert request_rejudge(runtime, sub.id)
+    (row,) = board_rows(runtime, "community")
+    assert (row.model_name, row.status) == ("Judged Twice", "scored")
+    assert row.metrics["vs_llm"] is None  # pending, not zero
+    for i in range(3):
+        run_step(runtime, sub.id, "judge", f"k{i}", judge=BrokenJudge())
+    assert board_rows(runtime, "community") == []
+
+    # Off the board its name is free: another team takes it, and the failed one cannot come
+    # back under it (nor be counted twice on one board).
+    taken = submit(runtime, bob, synthetic["strong"].read_bytes(), "Judged Twice")
+    assert run_step(runtime, taken.id, "score", "w1") == "done"
+    with pytest.raises(ConflictError, match="taken on the leaderboard since"):
+        request_rejudge(runtime, sub.id)
+    assert [(r.model_name, r.team) for r in board_rows(runtime, "community")] == [
+        ("Judged Twice", "Team B")
+    ]
+    assert get_submission(runtime, sub.id, alice).status == "failed"
+    # A submission whose scoring failed has nothing to judge.
+    broken = submit(runtime, alice, synthetic["strong"].read_bytes(), "Never Scored")
+    with runtime.sessions() as session:
+        row_ = session.get(Submission, broken.id)
+        assert row_ is not None
+        row_.status = "failed"
+        session.commit()
+    assert not request_rejudge(runtime, broken.id)
+
+
 def test_an_infrastructure_error_is_rescheduled_at_most_max_attempts_times(
     runtime: Runtime,
 ) -> None:

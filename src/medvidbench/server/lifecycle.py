@@ -3,7 +3,8 @@
 An upload is checked as it is received (no state of its own), then
 ``queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is invalid:
 nothing is stored but the reason), ``failed`` (our fault, after retries; the reason is
-shown) or ``deleted``. Every module that names a state uses :class:`Status`; the values are the
+shown; a submission whose judging failed leaves the boards until an administrator re-judges it)
+or ``deleted``. Every module that names a state uses :class:`Status`; the values are the
 strings stored in the database.
 """
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, aliased
 
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import rounded_values
+from medvidbench.server.lifecycle import ON_BOARD
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import board_picks
 from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
@@ -106,7 +107,7 @@ class BoardRead:
 
     definition: Any
     demo: bool
-    entries: list[EntryRow]  # hidden submissions left out
+    entries: list[EntryRow]  # those of submissions off the board left out
     subs: dict[int, SubmissionRow]  # by id
     evals: dict[int, Shown]  # the evaluation shown, by submission id
     metrics: list[dict[str, float | None]]  # each entry's, every metric key present
@@ -127,8 +128,13 @@ def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
         entries = _entry_rows(connection, board.id)
         subs = _submission_rows(connection, board.id)
         # a submission an administrator hid, or its submitter made private or withdrew, is off
-        # every board (its page and scores are kept)
-        hidden = {i for i, s in subs.items() if s.hidden or s.visibility != "public"}
+        # every board (its page and scores are kept); so is one whose judging failed for good
+        # (failed is a private state that holds no name and counts in no quota: see lifecycle)
+        hidden = {
+            i
+            for i, s in subs.items()
+            if s.hidden or s.visibility != "public" or s.status not in ON_BOARD
+        }
         entries = [e for e in entries if e.submission_id not in hidden]
         picks = board_picks(session, board.id, definition)
         held: dict[int, Shown] = runtime.boards.get(("shown", bench_id, kind), 0, dict)

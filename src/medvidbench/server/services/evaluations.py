@@ -7,17 +7,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, select, type_coerce, update
+from sqlalchemy import String, and_, or_, select, type_coerce
 from sqlalchemy.exc import IntegrityError
 
 from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.cpu_budget import CpuBudgetError
 from medvidbench.core.display import count
-from medvidbench.core.errors import NotFoundError
+from medvidbench.core.errors import ConflictError, NotFoundError
 from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
+from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.steps import _report, add_evaluation
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
@@ -291,23 +292,52 @@ def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
 
 
 def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
-    """Put a scored or completed submission back in line for judging (cached pairs are free).
+    """Put a scored or completed submission back in line for judging (cached pairs are free),
+    and one whose judging failed for good back on its boards, waiting for the judge.
 
-    Returns whether it was put back (False when it is not at a judgeable stage).
+    Returns whether it was put back (False when it is not at a judgeable stage: not scored, or
+    failed in scoring).
+
+    Raises:
+        ConflictError: the submission's judging failed, it is public, and its model name has
+            been taken on the boards since (it held none while failed).
     """
-    with transaction(runtime.sessions) as session:
-        result = session.execute(
-            update(Submission)
-            .where(
-                Submission.id == submission_id,
-                Submission.status.in_((Status.SCORED, Status.COMPLETE)),
+    judgeable = or_(
+        Submission.status.in_((Status.SCORED, Status.COMPLETE)),
+        and_(Submission.status == Status.FAILED, Submission.scored_at.is_not(None)),
+    )
+    try:
+        with transaction(runtime.sessions) as session:
+            sub = session.scalar(
+                select(Submission).where(Submission.id == submission_id, judgeable)
             )
-            .values(status=Status.SCORED, step_attempts=0)
-        )
-        put_back = bool(result.rowcount)  # type: ignore[attr-defined]
-        if put_back:
-            board_cache.bump_for_submission(session, submission_id)
-        return put_back
+            if sub is None:
+                return False
+            if (
+                sub.status == Status.FAILED
+                and sub.visibility == "public"
+                and held_publicly(session, sub.benchmark_id, sub.model_key, but=sub.id)
+            ):
+                raise _name_taken(sub)
+            if sub.status == Status.FAILED:
+                events.record(
+                    session, sub.id, "rejudge", "back on the boards, waiting for the judge"
+                )
+            sub.status, sub.step_attempts = Status.SCORED, 0
+            board_cache.bump(session, sub.benchmark_id)
+            return True
+    except IntegrityError:  # the name was taken between the check and the write
+        with runtime.sessions() as session:
+            sub = session.get(Submission, submission_id)
+            assert sub is not None
+            raise _name_taken(sub) from None
+
+
+def _name_taken(sub: Submission) -> ConflictError:
+    return ConflictError(
+        f"submission {sub.id}'s judging failed, and its model name {sub.model_name!r} has been "
+        "taken on the leaderboard since; it cannot come back under that name"
+    )
 
 
 def queue_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:

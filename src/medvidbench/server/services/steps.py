@@ -356,6 +356,8 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         delay = retry_delay(sub.step_attempts)
         later = f"; judging is tried again in {delay:.0f} s" if judge_down else ""
         later = later or "; it will be retried"
+        if final and step == "judge":  # failed is private: the row leaves the boards
+            later = "; the submission is off the boards until an administrator re-judges it"
         # a judge outage is said to everyone (counts and error names only: no file, no answer)
         kind = "judge failed" if judge_down else "failed" if final else "error"
         events.record(
@@ -363,7 +365,7 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
             sub.id,
             kind,
             f"{'scoring' if step == 'score' else 'judging'} failed: {reason}"
-            + ("" if final else later),
+            + ("" if final and step == "score" else later),
         )
         sub.status = Status.FAILED if final else waiting
         sub.error, sub.lease_owner = reason, None

@@ -122,7 +122,9 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     kind = f.get("kind", "rescore")
     if kind == "rejudge":
         if not queue_rejudge(rt, sid):
-            raise ConflictError(f"submission {sid} is not scored yet, so it cannot be re-judged")
+            raise ConflictError(
+                f"submission {sid} has no scores to judge (not scored yet, or its scoring failed)"
+            )
     else:
         queue_rescore(rt, sid, definition.profile(f.get("profile") or None).name)
     audit.record(rt, actor, f"submission.{kind}", f"submission:{sid}", profile=f.get("profile", ""))
