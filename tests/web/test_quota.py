@@ -45,6 +45,8 @@ def test_quota_is_shown_and_a_refusal_says_when_to_retry(
     page = client.get("/b/medvidbench/submit").text
     assert "<strong>0 of 2</strong> submissions left for the day (the next one from" in page
     assert "<strong>3 of 5</strong> submissions left for the 30 days" in page
+    # a member's own runs from before joining count too: teammates' figures may differ
+    assert "counting your team's submissions and your own from before you joined it" in page
 
     refused = upload(client, token, synthetic["shuffled"], "Quota-3")
     assert refused.status_code == 429
