@@ -3,10 +3,14 @@ including those from before the submitter joined the team."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import board_rows
-from medvidbench.server.services.submissions import submit
+from medvidbench.server.services.catalogue import load_benchmark
+from medvidbench.server.services.submissions import delete_submission, submit
+from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import User
 from tests.server.conftest import build_runtime, make_user, variants
@@ -33,3 +37,37 @@ def test_a_members_runs_from_before_joining_the_team_count(
         assert row.private_runs == 4  # her three and the team's one; not carl's
     finally:
         rt.engine.dispose()
+
+
+def test_the_count_replays_each_runs_visibility_at_the_moment_of_publishing(
+    runtime: Runtime, tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    """A row published after a run of private tries counts every try scored before it was
+    published (not before it was uploaded), each as it stood then: a try published later
+    counts, one public then and withdrawn later does not, a deleted one and one on an earlier
+    test set of the benchmark count; a try scored after publishing does not."""
+    ann = make_user(runtime, "ann", team=None)
+    files = variants(synthetic["weak"], 7)
+    submit(runtime, ann, files[0], "Old test set try", visibility="private")
+    # a new test set of the benchmark: the same items, in another file
+    again = tmp_path / "ground_truth_v2.json"
+    again.write_text(json.dumps(json.loads(synthetic["ground_truth"].read_text()), indent=1))
+    load_benchmark(runtime, again)
+    chosen = submit(runtime, ann, files[1], "Chosen", visibility="private")
+    later = submit(runtime, ann, files[2], "Published later", visibility="private")
+    gone = submit(runtime, ann, files[3], "Deleted try", visibility="private")
+    delete_submission(runtime, ann, gone.id)
+    quiet = submit(runtime, ann, files[4], "Withdrawn, private", visibility="private")
+    shown = submit(runtime, ann, files[5], "Public then")
+    set_visibility(runtime, ann, chosen.id, "public")
+    set_visibility(runtime, ann, later.id, "public")
+    set_visibility(runtime, ann, shown.id, "withdrawn")
+    set_visibility(runtime, ann, quiet.id, "withdrawn")
+    submit(runtime, ann, files[6], "Scored after", visibility="private")
+    rows = {r.model_name: r for r in board_rows(runtime, "community")}
+    assert set(rows) == {"Chosen", "Published later"}
+    # the old test set's try, the one published later, the deleted one, the one withdrawn
+    # from private; not the one public then, nor the one scored after
+    assert rows["Chosen"].private_runs == 4
+    # the same but "Chosen", public by then
+    assert rows["Published later"].private_runs == 3

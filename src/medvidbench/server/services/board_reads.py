@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Connection, String, and_, func, or_, select, type_coerce
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Connection, String, select, type_coerce
+from sqlalchemy.orm import Session
 
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.ranking import rounded_values
 from medvidbench.server.lifecycle import ON_BOARD
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import private_runs
 from medvidbench.server.services.evaluations import board_picks
 from medvidbench.server.store.models import Board, Entry, Evaluation, Submission, TestSet
 
@@ -96,8 +97,8 @@ class SubmissionRow:
     created_at: Any  # as the database hands it over: see :func:`day`
     hidden: bool
     visibility: str
-    # private runs its team (or, without a team, its account) had scored on this benchmark
-    # before it was submitted: what a reader weighs a published score against (best of N)
+    # runs its team or its submitter had scored on this benchmark, not public when it was
+    # published: what a reader weighs a published score against (best of N; private_runs.py)
     private_runs: int = 0
 
 
@@ -126,7 +127,7 @@ def read_board(runtime: Runtime, kind: str, bench_id: int) -> BoardRead:
         # position into plain records, whose attributes cost a tenth of a database row's
         connection = session.connection()
         entries = _entry_rows(connection, board.id)
-        subs = _submission_rows(connection, board.id)
+        subs = _submission_rows(connection, board.id, bench_id)
         # a submission an administrator hid, or its submitter made private or withdrew, is off
         # every board (its page and scores are kept); so is one whose judging failed for good
         # (failed is a private state that holds no name and counts in no quota: see lifecycle)
@@ -171,31 +172,9 @@ def _entry_rows(connection: Connection, board_id: int) -> list[EntryRow]:
     return [EntryRow(*row) for row in connection.execute(query)]
 
 
-def _private_runs() -> Any:
-    """A correlated count, per submission, of the scored private runs on its benchmark made
-    before it by its team or by its submitter (in a team or not: a member's runs from before
-    joining count too)."""
-    run = aliased(Submission)
-    same_owner = or_(
-        run.user_id == Submission.user_id,
-        and_(Submission.team_id.is_not(None), run.team_id == Submission.team_id),
-    )
-    return (
-        select(func.count(run.id))
-        .where(
-            run.benchmark_id == Submission.benchmark_id,
-            run.visibility != "public",
-            run.scored_at.is_not(None),
-            run.created_at < Submission.created_at,
-            run.id != Submission.id,
-            same_owner,
-        )
-        .correlate(Submission)
-        .scalar_subquery()
-    )
-
-
-def _submission_rows(connection: Connection, board_id: int) -> dict[int, SubmissionRow]:
+def _submission_rows(
+    connection: Connection, board_id: int, bench_id: int
+) -> dict[int, SubmissionRow]:
     query = (
         select(
             Submission.id,
@@ -204,12 +183,15 @@ def _submission_rows(connection: Connection, board_id: int) -> dict[int, Submiss
             type_coerce(Submission.created_at, String),
             Submission.hidden,
             Submission.visibility,
-            _private_runs(),
         )
         .join(Entry, Entry.submission_id == Submission.id)
         .where(Entry.board_id == board_id)
     )
-    return {row[0]: SubmissionRow(*row) for row in connection.execute(query)}
+    rows = {row[0]: SubmissionRow(*row) for row in connection.execute(query)}
+    for sub_id, tries in private_runs.counts(connection, board_id, bench_id).items():
+        if sub_id in rows:
+            rows[sub_id].private_runs = tries
+    return rows
 
 
 def _shown_evaluations(

@@ -69,8 +69,8 @@ class BoardRow:
     interval_note: str = ""
     place: int = 0
     medal: int | None = None  # 1-3 (gold, silver, bronze); never for a row that scored nothing
-    # private runs the row's team, or its submitter, had scored on this benchmark before it
-    # was submitted (board_reads._private_runs); None for a reported row (not known)
+    # runs the row's team, or its submitter, had scored on this benchmark that were not public
+    # when it was published (services/private_runs.py); None for a reported row (not known)
     private_runs: int | None = None
 
 

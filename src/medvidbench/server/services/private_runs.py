@@ -1,0 +1,195 @@
+"""How many private runs came before a published row: the "best of N" a reader weighs it by.
+
+A row published after N runs its team (or its submitter, before joining the team too) had
+scored on the same benchmark, and that were not public at that moment, says "after N private
+runs". Three times decide it, all read from what is stored:
+
+- when the row was published: its last ``published`` event, or its upload when it was public
+  from the start (the choice to publish it was made then);
+- when each run was scored (``scored_at``): a run still being scored then was not yet a try
+  whose result anyone could weigh;
+- each run's visibility at that moment, replayed from its visibility events (``published``,
+  ``unpublished``, ``withdrawn``) from the visibility it was uploaded with. A run published
+  later still counts; a run public then and withdrawn later does not; a run deleted since
+  counts as it stood (its row and events are kept). Runs on any test set of the benchmark
+  count, an earlier one included: its results were tries at the same benchmark.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, or_, select
+
+from medvidbench.server.store.models import AuditLog, Entry, Submission, SubmissionEvent, TestSet
+
+# Each visibility event, and the visibility it leaves a submission with.
+VISIBILITY_EVENTS = {"published": "public", "unpublished": "private", "withdrawn": "withdrawn"}
+
+
+@dataclass(slots=True)
+class _Run:
+    id: int
+    user_id: int | None  # None once the account is deleted
+    team_id: int | None
+    created_at: datetime
+    scored_at: datetime
+    visibility: str  # now
+    changes: list[tuple[datetime, str]]  # (when, visibility after), oldest first
+    first: str = ""  # the visibility it was uploaded with
+
+    def visibility_at(self, moment: datetime) -> str:
+        """Its visibility at ``moment`` (a change made at that very moment included)."""
+        seen = self.first
+        for at, after in self.changes:
+            if at > moment:
+                break
+            seen = after
+        return seen
+
+    def published_at(self) -> datetime:
+        """When it was last made public: its last ``published`` event, else its upload."""
+        made_public = [at for at, after in self.changes if after == "public"]
+        return made_public[-1] if made_public else self.created_at
+
+
+def counts(connection: Connection, board_id: int, benchmark_id: int) -> dict[int, int]:
+    """The private runs before each submission on board ``board_id`` was published, by
+    submission id (every submission with an entry there, public or not)."""
+    shown = list(
+        connection.execute(
+            select(Submission.id, Submission.user_id, Submission.team_id)
+            .join(Entry, Entry.submission_id == Submission.id)
+            .where(Entry.board_id == board_id)
+        )
+    )
+    if not shown:
+        return {}
+    users = {user for _, user, _ in shown if user is not None}
+    teams = {team for _, _, team in shown if team is not None}
+    runs = _runs(connection, benchmark_id, users, teams)
+    # A row's runs are its submitter's and its team's: counted as the submitter's, plus the
+    # team's, less those counted twice (the submitter's own within the team).
+    groups: dict[tuple[Any, ...], _Group] = defaultdict(_Group)
+    for run in runs.values():
+        if run.user_id is not None:
+            groups["user", run.user_id].add(run)
+        if run.team_id is not None:
+            groups["team", run.team_id].add(run)
+            if run.user_id is not None:
+                groups["both", run.team_id, run.user_id].add(run)
+    out = {}
+    for sub_id, user, team in shown:
+        row = runs.get(sub_id)
+        if row is None:  # on a board but never scored: counts nothing
+            out[sub_id] = 0
+            continue
+        moment = row.published_at()
+        total = groups["user", user].before(moment) if user is not None else 0
+        if team is not None:
+            total += groups["team", team].before(moment)
+            if user is not None:
+                total -= groups["both", team, user].before(moment)
+        out[sub_id] = total  # the row itself was public at that moment: never counted
+    return out
+
+
+@dataclass(slots=True)
+class _Group:
+    """Some runs, ready to count those not public at a moment and scored before it."""
+
+    still: list[datetime] = field(default_factory=list)  # scored_at of runs never public
+    moved: list[_Run] = field(default_factory=list)  # runs whose visibility changed
+    ready: bool = False
+
+    def add(self, run: _Run) -> None:
+        if run.changes:
+            self.moved.append(run)
+        elif run.first != "public":
+            self.still.append(run.scored_at)
+
+    def before(self, moment: datetime) -> int:
+        if not self.ready:
+            self.still.sort()
+            self.ready = True
+        return bisect_left(self.still, moment) + sum(
+            run.scored_at < moment and run.visibility_at(moment) != "public" for run in self.moved
+        )
+
+
+def _runs(
+    connection: Connection, benchmark_id: int, users: set[int], teams: set[int]
+) -> dict[int, _Run]:
+    """Every scored submission of these accounts and teams on the benchmark (any of its test
+    sets), with its visibility history."""
+    slug = select(TestSet.slug).where(TestSet.id == benchmark_id).scalar_subquery()
+    theirs = (
+        Submission.benchmark_id.in_(select(TestSet.id).where(TestSet.slug == slug)),
+        or_(Submission.user_id.in_(users), Submission.team_id.in_(teams)),
+        Submission.scored_at.is_not(None),
+    )
+    runs = {
+        row[0]: _Run(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), row[5], [])
+        for row in connection.execute(
+            select(
+                Submission.id,
+                Submission.user_id,
+                Submission.team_id,
+                Submission.created_at,
+                Submission.scored_at,
+                Submission.visibility,
+            ).where(*theirs)
+        )
+    }
+    events = (
+        select(SubmissionEvent.submission_id, SubmissionEvent.at, SubmissionEvent.kind)
+        .join(Submission, Submission.id == SubmissionEvent.submission_id)
+        .where(*theirs, SubmissionEvent.kind.in_(VISIBILITY_EVENTS))
+        .order_by(SubmissionEvent.id)
+    )
+    for sub_id, at, kind in connection.execute(events):
+        runs[sub_id].changes.append((_utc(at), VISIBILITY_EVENTS[kind]))
+    unknown = []
+    for run in runs.values():
+        run.first = _first(run)
+        if not run.first:
+            unknown.append(run)
+    if unknown:  # withdrawn first: public or private before? The upload's audit record says.
+        _first_from_audit(connection, unknown)
+    return runs
+
+
+def _first(run: _Run) -> str:
+    """The visibility a run was uploaded with, where its history decides it: each change
+    changes it, so the first change leaves the other of public and private. Withdrawn (final)
+    may follow either: "" then."""
+    if not run.changes:
+        return run.visibility
+    after = run.changes[0][1]
+    return {"public": "private", "private": "public"}.get(after, "")
+
+
+def _first_from_audit(connection: Connection, runs: list[_Run]) -> None:
+    """The visibility at upload, from the audit record of the upload; private when none is
+    found (the count then errs toward more tries, never fewer)."""
+    wanted = {f"submission:{run.id}": run for run in runs}
+    for target, detail in connection.execute(
+        select(AuditLog.target, AuditLog.detail).where(
+            AuditLog.action == "submission.received", AuditLog.target.in_(wanted)
+        )
+    ):
+        given = (detail or {}).get("visibility")
+        if given in ("public", "private"):
+            wanted[target].first = given
+    for run in runs:
+        run.first = run.first or "private"
+
+
+def _utc(value: Any) -> datetime:
+    """A stored time as an aware UTC datetime (SQLite hands times back without their zone)."""
+    aware: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return aware
