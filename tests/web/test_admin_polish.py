@@ -86,3 +86,45 @@ def test_rejudge_is_offered_with_a_judge(
     web_runtime.settings.judge_api_key = SecretStr("k")  # configured after scoring: no call
     login(client, web_runtime, "boss4", "admin")
     assert "Re-judge" in client.get("/admin").text
+
+
+def test_a_submission_whose_judging_failed_is_re_judged_from_the_admin_page(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    """Off the boards while failed; the admin's re-judge puts it back, waiting for the judge,
+    and is refused with the reason when its name was taken meanwhile."""
+    from pydantic import SecretStr
+
+    from medvidbench.server.store.db import transaction
+    from medvidbench.server.store.models import Submission
+
+    submitter = TestClient(client.app, follow_redirects=False)
+    login(submitter, web_runtime)
+    token = token_for(submitter)
+    sid = upload(submitter, token, synthetic["strong"], "Failed Judging").json()["id"]
+
+    def judging_failed() -> None:  # as the judge step leaves it after its last attempt
+        with transaction(web_runtime.sessions) as session:
+            sub = session.get(Submission, sid)
+            assert sub is not None and sub.scored_at is not None
+            sub.status, sub.error = "failed", "RuntimeError: judge exploded"
+
+    judging_failed()
+    web_runtime.settings.judge_api_key = SecretStr("k")
+    login(client, web_runtime, "boss5", "admin")
+    board = client.get("/b/medvidbench/board/community")
+    assert board.status_code == 200 and "Failed Judging" not in board.text
+    done = _act(client, "rescore", submission_id=str(sid), kind="rejudge")
+    assert done.status_code == 303, done.text
+    assert submitter.get(f"/api/v1/submissions/{sid}").json()["status"] == "scored"
+    assert "Failed Judging" in client.get("/b/medvidbench/board/community").text
+
+    judging_failed()
+    other = TestClient(client.app, follow_redirects=False)
+    login(other, web_runtime, "otheruser")
+    taken = upload(other, token_for(other), synthetic["weak"], "Failed Judging")
+    assert taken.status_code == 202, taken.text
+    refused = _act(client, "rescore", submission_id=str(sid), kind="rejudge")
+    assert refused.status_code == 409
+    assert "has been taken on the leaderboard since" in refused.text
+    assert submitter.get(f"/api/v1/submissions/{sid}").json()["status"] == "failed"
