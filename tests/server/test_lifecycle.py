@@ -302,7 +302,10 @@ def test_a_submission_whose_judging_failed_leaves_the_boards_and_can_come_back(
     assert "Judged Twice" not in export_board(runtime, "community", "csv")
     assert quota(runtime, alice)[0].used == 0
     last = log(runtime, sub.id, full=True)[-1]
-    assert last["kind"] == "failed" and "off the boards until an administrator" in last["message"]
+    assert (
+        last["kind"] == "failed"
+        and "off the boards, until an administrator re-judges it" in last["message"]
+    )
 
     # Back on the board, waiting for the judge; and again off it after the same failure.
     assert request_rejudge(runtime, sub.id)
@@ -331,6 +334,19 @@ def test_a_submission_whose_judging_failed_leaves_the_boards_and_can_come_back(
         row_.status = "failed"
         session.commit()
     assert not request_rejudge(runtime, broken.id)
+
+    # Nor over its own file, submitted again while it counted for nothing.
+    quiet = submit(
+        runtime, alice, synthetic["shuffled"].read_bytes(), "Quiet", visibility="private"
+    )
+    assert run_step(runtime, quiet.id, "score", "w2") == "done"
+    for i in range(3):
+        run_step(runtime, quiet.id, "judge", f"m{i}", judge=BrokenJudge())
+    last = log(runtime, quiet.id, full=True)[-1]
+    assert last["message"].endswith("it stays failed until an administrator re-judges it")
+    submit(runtime, alice, synthetic["shuffled"].read_bytes(), "Quiet again", visibility="private")
+    with pytest.raises(ConflictError, match="submitted again since as submission"):
+        request_rejudge(runtime, quiet.id)
 
 
 def test_an_infrastructure_error_is_rescheduled_at_most_max_attempts_times(

@@ -109,11 +109,18 @@ def test_a_submission_whose_judging_failed_is_re_judged_from_the_admin_page(
             assert sub is not None and sub.scored_at is not None
             sub.status, sub.error = "failed", "RuntimeError: judge exploded"
 
+    login(client, web_runtime, "boss5", "admin")
+    promoted = _act(client, "promote", submission_id=str(sid), benchmark="medvidbench")
+    assert promoted.status_code == 303, promoted.text
     judging_failed()
     web_runtime.settings.judge_api_key = SecretStr("k")
-    login(client, web_runtime, "boss5", "admin")
-    board = client.get("/b/medvidbench/board/community")
-    assert board.status_code == 200 and "Failed Judging" not in board.text
+    for kind in ("community", "official"):
+        board = client.get(f"/b/medvidbench/board/{kind}")
+        assert board.status_code == 200 and "Failed Judging" not in board.text
+    # the official entry is listed where the admin can remove it, with the reason
+    shown_nowhere = client.get("/admin?benchmark=medvidbench").text.split('id="off-board"')[1]
+    assert "Failed Judging" in shown_nowhere.split("</table>")[0]
+    assert "judging failed" in shown_nowhere.split("</table>")[0]
     done = _act(client, "rescore", submission_id=str(sid), kind="rejudge")
     assert done.status_code == 303, done.text
     assert submitter.get(f"/api/v1/submissions/{sid}").json()["status"] == "scored"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from medvidbench.server.lifecycle import Status
+from medvidbench.server.lifecycle import ON_BOARD, Status
 from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.accounts import require_role
@@ -93,7 +93,11 @@ def _official_off_board(session: Session, slug: str | None) -> list[Entry]:
         .where(
             Board.kind == "official",
             TestSet.is_current,
-            or_(Submission.hidden, Submission.visibility != "public"),
+            or_(
+                Submission.hidden,
+                Submission.visibility != "public",
+                Submission.status.not_in(ON_BOARD),  # its judging failed
+            ),
         )
         .order_by(Entry.id)
     )

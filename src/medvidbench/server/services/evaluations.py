@@ -15,7 +15,7 @@ from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.cpu_budget import CpuBudgetError
 from medvidbench.core.display import count
 from medvidbench.core.errors import ConflictError, NotFoundError
-from medvidbench.server.lifecycle import ON_BOARD, Status
+from medvidbench.server.lifecycle import NOT_COUNTED, ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
 from medvidbench.server.services.names import held_publicly
@@ -299,8 +299,10 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
     failed in scoring).
 
     Raises:
-        ConflictError: the submission's judging failed, it is public, and its model name has
-            been taken on the boards since (it held none while failed).
+        ConflictError: the submission's judging failed and, while it held neither (a failed
+            submission counts for nothing), its public model name was taken on the boards or
+            its file was submitted again by its account or team. Coming back, it counts
+            against the quota again, past the limit if need be (the failure was ours).
     """
     judgeable = or_(
         Submission.status.in_((Status.SCORED, Status.COMPLETE)),
@@ -313,16 +315,11 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
             )
             if sub is None:
                 return False
-            if (
-                sub.status == Status.FAILED
-                and sub.visibility == "public"
-                and held_publicly(session, sub.benchmark_id, sub.model_key, but=sub.id)
-            ):
-                raise _name_taken(sub)
             if sub.status == Status.FAILED:
-                events.record(
-                    session, sub.id, "rejudge", "back on the boards, waiting for the judge"
-                )
+                _check_still_unique(session, sub)
+                shown = sub.visibility == "public" and not sub.hidden
+                back = "waiting for the judge" + (", back on the boards" if shown else "")
+                events.record(session, sub.id, "rejudge", back)
             sub.status, sub.step_attempts = Status.SCORED, 0
             board_cache.bump(session, sub.benchmark_id)
             return True
@@ -331,6 +328,37 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
             sub = session.get(Submission, submission_id)
             assert sub is not None
             raise _name_taken(sub) from None
+
+
+def _check_still_unique(session: Any, sub: Submission) -> None:
+    """Refuse to bring a failed submission back over what took its place while it counted
+    for nothing: its public model name, or its file submitted again."""
+    if sub.visibility == "public" and held_publicly(
+        session, sub.benchmark_id, sub.model_key, but=sub.id
+    ):
+        raise _name_taken(sub)
+    if sub.visibility == "withdrawn":  # a withdrawn submission holds no file
+        return
+    ours = Submission.user_id == sub.user_id
+    if sub.team_id is not None:
+        ours = or_(ours, Submission.team_id == sub.team_id)
+    again = session.scalar(
+        select(Submission.id)
+        .where(
+            ours,
+            Submission.id != sub.id,
+            Submission.benchmark_id == sub.benchmark_id,
+            Submission.file_sha256 == sub.file_sha256,
+            Submission.status.not_in(NOT_COUNTED),
+            Submission.visibility != "withdrawn",
+        )
+        .limit(1)
+    )
+    if again is not None:
+        raise ConflictError(
+            f"submission {sub.id}'s judging failed, and its file was submitted again since as "
+            f"submission {again}, which stands; it cannot come back beside it"
+        )
 
 
 def _name_taken(sub: Submission) -> ConflictError:

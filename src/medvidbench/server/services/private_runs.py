@@ -152,7 +152,9 @@ def _runs(
         .order_by(SubmissionEvent.id)
     )
     for sub_id, at, kind in connection.execute(events):
-        runs[sub_id].changes.append((_utc(at), VISIBILITY_EVENTS[kind]))
+        run = runs.get(sub_id)
+        if run is not None:  # else scored between the two reads (PostgreSQL): not counted yet
+            run.changes.append((_utc(at), VISIBILITY_EVENTS[kind]))
     unknown = []
     for run in runs.values():
         run.first = _first(run)

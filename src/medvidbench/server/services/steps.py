@@ -356,8 +356,10 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
         delay = retry_delay(sub.step_attempts)
         later = f"; judging is tried again in {delay:.0f} s" if judge_down else ""
         later = later or "; it will be retried"
-        if final and step == "judge":  # failed is private: the row leaves the boards
-            later = "; the submission is off the boards until an administrator re-judges it"
+        if final and step == "judge":  # failed is private: a public row leaves the boards
+            shown = sub.visibility == "public" and not sub.hidden
+            later = "; it stays failed" + (", off the boards," if shown else "")
+            later += " until an administrator re-judges it"
         # a judge outage is said to everyone (counts and error names only: no file, no answer)
         kind = "judge failed" if judge_down else "failed" if final else "error"
         events.record(

@@ -123,7 +123,8 @@ def _rescore(rt: Any, actor: User, f: dict[str, str]) -> None:
     if kind == "rejudge":
         if not queue_rejudge(rt, sid):
             raise ConflictError(
-                f"submission {sid} has no scores to judge (not scored yet, or its scoring failed)"
+                f"submission {sid} cannot be re-judged: it is not scored yet, its scoring "
+                "failed, it is being judged now, or it was deleted"
             )
     else:
         queue_rescore(rt, sid, definition.profile(f.get("profile") or None).name)
