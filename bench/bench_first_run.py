@@ -10,7 +10,9 @@ from scratch, alternating the default (one BLAS thread) with ``OPENBLAS_NUM_THRE
 number of cores (OpenBLAS's own default, what serve ran with before), optionally under busy
 loops (other users' jobs on a shared machine). Medians over ``--rounds``.
 
-Usage: python bench/bench_first_run.py [--rounds 3] [--busy 2]
+Usage: python bench/bench_first_run.py [--rounds 3] [--busy 2] [--ways both|default]
+(``--ways default`` runs the default alone: what the smoke test runs, each way being the same
+code under another environment)
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", type=int, default=2, help="busy loops running throughout")
+    parser.add_argument("--ways", choices=("both", "default"), default="both")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     base = {
@@ -64,6 +67,8 @@ def main() -> None:
         "one thread (default)": base,
         f"{cores} threads": {**base, "OPENBLAS_NUM_THREADS": str(cores)},
     }
+    if args.ways == "default":
+        ways = dict(list(ways.items())[:1])
     found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
     with busy_loops(args.busy):
         for _ in range(args.rounds):
