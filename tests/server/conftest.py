@@ -109,6 +109,23 @@ class HeldQueue:
         return {"pending": len(self.jobs), "scheduled": 0}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cheap_password_hashes() -> Iterator[None]:
+    """Passwords hashed in the test process at argon2's cheapest cost: the library's hashing
+    either way, at 0.19 CPU-seconds a hash by default and some 570 hashes a run. Servers and
+    command lines the tests start as processes keep the real cost (what tests/web/
+    test_login_load.py measures)."""
+    from argon2 import PasswordHasher, profiles
+
+    from medvidbench.server.services import accounts
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            accounts, "_hasher", lambda: PasswordHasher.from_parameters(profiles.CHEAPEST)
+        )
+        yield
+
+
 def build_runtime(
     tmp_path: Path, database_url: str | None, ground_truth: Path, **settings: object
 ) -> Runtime:

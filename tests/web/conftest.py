@@ -12,7 +12,11 @@ from fastapi.testclient import TestClient
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.catalogue import seed_published
 from medvidbench.server.web.app import create_app
-from tests.server.conftest import build_runtime, make_user
+from tests.server.conftest import (  # noqa: F401 (a fixture: cheap_password_hashes)
+    build_runtime,
+    cheap_password_hashes,
+    make_user,
+)
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
