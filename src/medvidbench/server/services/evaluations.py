@@ -310,8 +310,12 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
     )
     try:
         with transaction(runtime.sessions) as session:
+            # locked (PostgreSQL): a worker claiming the judging step meanwhile waits, then
+            # sees what this wrote; it never has its claim overwritten
             sub = session.scalar(
-                select(Submission).where(Submission.id == submission_id, judgeable)
+                select(Submission)
+                .where(Submission.id == submission_id, judgeable)
+                .with_for_update()
             )
             if sub is None:
                 return False
