@@ -28,7 +28,7 @@ from medvidbench.core.errors import (
 from medvidbench.server.roles import Role, role_named
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.audit import audit
-from medvidbench.server.store.db import transaction
+from medvidbench.server.store.db import aware, transaction
 from medvidbench.server.store.models import ApiToken, User, WebSession
 
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,39}$")
@@ -208,7 +208,7 @@ def _session_user(session: Session, secret: str) -> User | None:
     row = session.get(WebSession, _digest(secret)) if secret else None
     if row is None:
         return None
-    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+    expires = aware(row.expires_at)
     user = session.get(User, row.user_id)
     if expires <= datetime.now(UTC) or user is None or not user.is_active:
         return None
@@ -394,9 +394,7 @@ def fresh_token(runtime: Runtime, user: User, secret: str) -> bool:
         )
     if found is None:
         return False
-    if found.tzinfo is None:
-        found = found.replace(tzinfo=UTC)  # SQLite hands times back without their zone
-    return bool(found >= since)
+    return bool(aware(found) >= since)
 
 
 def revoke_token(runtime: Runtime, user: User, token_id: int) -> None:

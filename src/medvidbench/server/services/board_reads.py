@@ -183,14 +183,17 @@ def _submission_rows(
             type_coerce(Submission.created_at, String),
             Submission.hidden,
             Submission.visibility,
+            Submission.user_id,
+            Submission.team_id,
         )
         .join(Entry, Entry.submission_id == Submission.id)
         .where(Entry.board_id == board_id)
     )
-    rows = {row[0]: SubmissionRow(*row) for row in connection.execute(query)}
-    for sub_id, tries in private_runs.counts(connection, board_id, bench_id).items():
-        if sub_id in rows:
-            rows[sub_id].private_runs = tries
+    found = list(connection.execute(query))
+    rows = {row[0]: SubmissionRow(*row[:6]) for row in found}
+    owners = [(row[0], row[6], row[7]) for row in found]
+    for sub_id, tries in private_runs.counts(connection, owners, bench_id).items():
+        rows[sub_id].private_runs = tries
     return rows
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from sqlalchemy import Connection, or_, select
 
-from medvidbench.server.store.models import AuditLog, Entry, Submission, SubmissionEvent, TestSet
+from medvidbench.server.store.db import aware
+from medvidbench.server.store.models import AuditLog, Submission, SubmissionEvent, TestSet
 
 # Each visibility event, and the visibility it leaves a submission with.
 VISIBILITY_EVENTS = {"published": "public", "unpublished": "private", "withdrawn": "withdrawn"}
@@ -57,16 +58,12 @@ class _Run:
         return made_public[-1] if made_public else self.created_at
 
 
-def counts(connection: Connection, board_id: int, benchmark_id: int) -> dict[int, int]:
-    """The private runs before each submission on board ``board_id`` was published, by
-    submission id (every submission with an entry there, public or not)."""
-    shown = list(
-        connection.execute(
-            select(Submission.id, Submission.user_id, Submission.team_id)
-            .join(Entry, Entry.submission_id == Submission.id)
-            .where(Entry.board_id == board_id)
-        )
-    )
+def counts(
+    connection: Connection, shown: list[tuple[int, int | None, int | None]], benchmark_id: int
+) -> dict[int, int]:
+    """The private runs before each submission ``shown`` on a board of test set
+    ``benchmark_id`` was published, by submission id (``shown``: each submission's id, account
+    and team, public or not)."""
     if not shown:
         return {}
     users = {user for _, user, _ in shown if user is not None}
@@ -133,7 +130,10 @@ def _runs(
         Submission.scored_at.is_not(None),
     )
     runs = {
-        row[0]: _Run(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), row[5], [])
+        # scored_at: never null here (``theirs``)
+        row[0]: _Run(
+            row[0], row[1], row[2], aware(row[3]), aware(cast(datetime, row[4])), row[5], []
+        )
         for row in connection.execute(
             select(
                 Submission.id,
@@ -154,7 +154,7 @@ def _runs(
     for sub_id, at, kind in connection.execute(events):
         run = runs.get(sub_id)
         if run is not None:  # else scored between the two reads (PostgreSQL): not counted yet
-            run.changes.append((_utc(at), VISIBILITY_EVENTS[kind]))
+            run.changes.append((aware(at), VISIBILITY_EVENTS[kind]))
     unknown = []
     for run in runs.values():
         run.first = _first(run)
@@ -189,9 +189,3 @@ def _first_from_audit(connection: Connection, runs: list[_Run]) -> None:
             wanted[target].first = given
     for run in runs:
         run.first = run.first or "private"
-
-
-def _utc(value: Any) -> datetime:
-    """A stored time as an aware UTC datetime (SQLite hands times back without their zone)."""
-    aware: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return aware

@@ -15,6 +15,7 @@ from sqlalchemy import func, or_, select
 from medvidbench.core.errors import AccountGoneError, QuotaExceededError
 from medvidbench.server.lifecycle import NOT_COUNTED
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.store.db import aware
 from medvidbench.server.store.models import Submission, Team, TestSet, User
 
 
@@ -74,9 +75,7 @@ def quota_windows(session: Any, runtime: Runtime, user: User, slug: str) -> list
                 Submission.created_at >= since,
             )
         ).one()
-        if oldest is not None and oldest.tzinfo is None:
-            oldest = oldest.replace(tzinfo=UTC)  # SQLite hands times back without their zone
-        resets = oldest + timedelta(days=days) if oldest is not None else None
+        resets = aware(oldest) + timedelta(days=days) if oldest is not None else None
         out.append(QuotaWindow(period, limit, int(used), max(0, limit - int(used)), resets))
     return out
 

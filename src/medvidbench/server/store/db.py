@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,12 @@ def make_engine(url: str, connect_timeout: float = 10) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN DEFERRED")
 
     return engine
+
+
+def aware(value: datetime) -> datetime:
+    """A stored time as an aware UTC datetime: SQLite hands times back without their zone
+    (every time stored is UTC)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:
