@@ -117,3 +117,21 @@ def test_ground_truth_junk(value: Any) -> None:
         load_ground_truth(json.dumps(value).encode())
     except InvalidGroundTruthError as exc:
         assert exc.problems
+
+
+def test_bytes_that_are_not_utf8_are_placed_in_either_layout() -> None:
+    """Whichever way the installed msgspec reports them (UnicodeDecodeError up to 0.22, a JSON
+    syntax error from 0.23), bytes that are not UTF-8 are named with their line and column."""
+    rows = [{"id": f"v&&{i}&&{i + 9}&&1.0", "qa_type": "tal", "prediction": "1-2"} for i in (1, 2)]
+    good = json.dumps(rows).encode()
+    at = good.index(b'"1-2"') + 1
+    report = validate_submission(good[:at] + b"\xff" + good[at:], GT).report
+    assert [p.code for p in report.errors.items] == ["not-utf8"]
+    assert f"byte 0xff at line 1, column {at + 1}" in report.errors.items[0].message
+    lines = b"\n".join(json.dumps(r).encode() for r in rows)
+    second = lines.rindex(b'"1-2"') + 1  # inside the second line's answer
+    as_jsonl = lines[:second] + b"\xe9" + lines[second:]
+    report = validate_submission(as_jsonl, GT, name="p.jsonl").report
+    assert [p.code for p in report.errors.items] == ["not-utf8"]
+    column = second - lines.index(b"\n")
+    assert f"byte 0xe9 at line 2, column {column}" in report.errors.items[0].message
