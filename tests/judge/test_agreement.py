@@ -8,12 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import krippendorff
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy.stats import kendalltau, spearmanr
-from sklearn.metrics import cohen_kappa_score
 
 from medvidbench import benchmarks
 from medvidbench.cli.main import app
@@ -49,6 +46,10 @@ def test_kappa_by_hand_and_against_scikit_learn() -> None:
         for j, cb in ((1, 1), (2, 0), (3, 2))
     )
     assert quadratic_kappa(a, b) == pytest.approx(1 - observed / expected)
+    # The references (scikit-learn, krippendorff, SciPy) are imported where they are used:
+    # every test process collects this file, one runs it.
+    from sklearn.metrics import cohen_kappa_score
+
     rng = np.random.default_rng(0)
     for _ in range(200):
         n = int(rng.integers(2, 80))
@@ -64,6 +65,8 @@ def test_kappa_by_hand_and_against_scikit_learn() -> None:
 
 
 def test_ordinal_alpha_against_krippendorff() -> None:
+    import krippendorff
+
     rng = np.random.default_rng(1)
     checked = 0
     for _ in range(300):
@@ -86,6 +89,8 @@ def test_ordinal_alpha_against_krippendorff() -> None:
 
 
 def test_rank_correlations_against_scipy() -> None:
+    from scipy.stats import kendalltau, spearmanr
+
     rng = np.random.default_rng(2)
     x = rng.integers(1, 6, 50).astype(float)
     y = x + rng.normal(0, 1, 50)

@@ -68,6 +68,19 @@ def served(tmp_path: Path, synthetic: dict[str, Path]) -> Runtime:
     original.engine.dispose()
 
 
+@pytest.fixture(scope="module")
+def good_archive(tmp_path_factory: pytest.TempPathFactory, synthetic: dict[str, Path]) -> Path:
+    """An honest backup of a server with one submission, made once by the command line: the
+    crafted archives below are rewritten from it."""
+    folder = tmp_path_factory.mktemp("good")
+    original = build_runtime(folder / "original", None, synthetic["ground_truth"])
+    submit(original, make_user(original), synthetic["weak"].read_bytes(), "Kept")
+    original.engine.dispose()
+    made = cli("backup", str(folder / "good.tar.gz"), "--data-dir", str(original.data_dir))
+    assert made.returncode == 0, made.stderr
+    return folder / "good.tar.gz"
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -82,14 +95,12 @@ def served(tmp_path: Path, synthetic: dict[str, Path]) -> Runtime:
     ],
 )
 def test_a_crafted_member_name_is_refused_and_writes_nothing(
-    name: str, tmp_path: Path, served: Runtime
+    name: str, tmp_path: Path, good_archive: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    made = cli("backup", str(tmp_path / "good.tar.gz"), "--data-dir", str(served.data_dir))
-    assert made.returncode == 0, made.stderr
     member = name.format(outside=str(outside).lstrip("/"), rel="outside")
-    crafted = rewrite(tmp_path / "good.tar.gz", tmp_path / "bad.tar.gz", {member: b"owned"}, {})
+    crafted = rewrite(good_archive, tmp_path / "bad.tar.gz", {member: b"owned"}, {})
     target = tmp_path / "fresh"
     done = cli("restore", str(crafted), "--data-dir", str(target))
     assert done.returncode == 2, done.stdout + done.stderr

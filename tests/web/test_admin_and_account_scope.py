@@ -5,6 +5,7 @@ account lists each submission's benchmark and visibility, pages show only what t
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,11 +26,16 @@ from tests.server.conftest import make_user
 from tests.web.conftest import csrf, login
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[TestClient, Runtime, dict[str, int]]]:
-    """Every installed benchmark on one server (demo sets), one submission on two of them."""
-    settings = Settings(data_dir=tmp_path / "data", quota_per_day=0, quota_per_month=0)  # type: ignore[call-arg]
-    rt = Runtime(settings)
+def _settings(data: Path) -> Settings:
+    return Settings(data_dir=data, quota_per_day=0, quota_per_month=0)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """Every installed benchmark on one server (demo sets), one submission on two of them:
+    built and scored once for the module; each test gets a copy of the data folder."""
+    data = tmp_path_factory.mktemp("scope") / "data"
+    rt = Runtime(_settings(data))
     upgrade(rt.engine)
     attach_queue(rt, immediate=True)
     seed_test_sets(rt)
@@ -47,8 +53,22 @@ def site(tmp_path: Path) -> Iterator[tuple[TestClient, Runtime, dict[str, int]]]
             benchmark="medsg",
         ).id,
     }
+    rt.engine.dispose()  # the database file is whole (no open connection) before it is copied
+    return data, ids
+
+
+@pytest.fixture
+def site(
+    seeded: tuple[Path, dict[str, int]], tmp_path: Path
+) -> Iterator[tuple[TestClient, Runtime, dict[str, int]]]:
+    """A fresh copy of the seeded server, for a test that changes it."""
+    template, ids = seeded
+    data = tmp_path / "data"
+    shutil.copytree(template, data)
+    rt = Runtime(_settings(data))
+    attach_queue(rt, immediate=True)
     with TestClient(create_app(rt), follow_redirects=False) as client:
-        yield client, rt, ids
+        yield client, rt, dict(ids)
     rt.engine.dispose()
 
 

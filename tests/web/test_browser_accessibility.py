@@ -245,13 +245,14 @@ def test_no_page_is_wider_than_a_phone(site: dict[str, Any], browser: Any) -> No
     assert wide == {} and silent == {}, (wide, silent)
 
 
-# The pages this round changed, at a phone's, a laptop's and a wide screen's width, in both
-# themes: screenshots for a reader, and the board's table whole at 1920 px.
-SIZES = (390, 1366, 1920)
+# The pages this round changed, at a phone's and a wide screen's width, in both themes:
+# screenshots for a reader, and the board's table whole at 1920 px. A laptop's width (1366 px)
+# is the axe walk's above, which screenshots every page in both themes.
+SIZES = (390, 1920)
 
 
 @pytest.mark.parametrize("theme", THEMES)
-def test_pages_at_three_widths(site: dict[str, Any], browser: Any, theme: str) -> None:  # noqa: F811
+def test_pages_at_a_phone_and_a_wide_width(site: dict[str, Any], browser: Any, theme: str) -> None:  # noqa: F811
     url = site["url"]
     chosen = [
         Visit("/b/medvidbench/board/community"),
