@@ -121,7 +121,9 @@ def test_ground_truth_junk(value: Any) -> None:
 
 def test_bytes_that_are_not_utf8_are_placed_in_either_layout() -> None:
     """Whichever way the installed msgspec reports them (UnicodeDecodeError up to 0.22, a JSON
-    syntax error from 0.23), bytes that are not UTF-8 are named with their line and column."""
+    syntax error from 0.23), bytes that are not UTF-8 are named with their line and column; in
+    a key too, which msgspec's typed decoder read as a field it does not know (the record then
+    said it had no 'id')."""
     rows = [{"id": f"v&&{i}&&{i + 9}&&1.0", "qa_type": "tal", "prediction": "1-2"} for i in (1, 2)]
     good = json.dumps(rows).encode()
     at = good.index(b'"1-2"') + 1
@@ -135,3 +137,7 @@ def test_bytes_that_are_not_utf8_are_placed_in_either_layout() -> None:
     assert [p.code for p in report.errors.items] == ["not-utf8"]
     column = second - lines.index(b"\n")
     assert f"byte 0xe9 at line 2, column {column}" in report.errors.items[0].message
+    in_key = lines.replace(b'"id"', b'"i\xe9d"', 1)
+    report = validate_submission(in_key, GT, name="p.jsonl").report
+    assert [p.code for p in report.errors.items] == ["not-utf8"]
+    assert "byte 0xe9 at line 1, column 4" in report.errors.items[0].message
