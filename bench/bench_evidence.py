@@ -8,7 +8,8 @@ its demo size: the evidence's stored size (``Evidence.encode``), the offline rep
 without, run in turn), to encode, to decode, and to write it into a SQLite table in its own
 transaction (as a server stores it beside the evaluation). Medians over ``--repeat`` runs.
 
-Usage: python bench/bench_evidence.py [--samples 6245] [--repeat 5]
+Usage: python bench/bench_evidence.py [--samples 6245] [--others N] [--repeat 5]
+(``--others`` sizes the other benchmarks' synthetic sets; default: each one's demo size.)
 """
 
 from __future__ import annotations
@@ -125,13 +126,16 @@ def _incompressible(samples: int, folder: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=6245, help="MedVidBench questions")
+    parser.add_argument(
+        "--others", type=int, default=None, help="the other benchmarks' items (default: demo size)"
+    )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="mvb-evidence-"))
     rows = _one("medvidbench", args.samples, args.repeat, folder)
     for slug in benchmarks.slugs():
         if slug != "medvidbench" and benchmarks.get(slug).demo is not None:
-            rows += _one(slug, None, args.repeat, folder)
+            rows += _one(slug, args.others, args.repeat, folder)
     head = (
         f"{'benchmark':<13} {'file':<28} {'items':>6} {'metrics':>7} {'stored KB':>9} "
         f"{'JSON KB':>8} {'gather ms':>9} {'evaluate ms':>11} {'encode ms':>9} "

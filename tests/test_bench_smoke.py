@@ -46,7 +46,7 @@ SMOKE: dict[str, list[str]] = {
     ],
     "bench_embed.py": ["--samples", "60", "--repeat", "1"],
     "bench_evaluate.py": ["--repeat", "1", "--samples", "300", "--large", "2000"],
-    "bench_evidence.py": ["--samples", "200", "--repeat", "1"],
+    "bench_evidence.py": ["--samples", "200", "--others", "200", "--repeat", "1"],
     "bench_first_run.py": ["--rounds", "1", "--busy", "0", "--ways", "default"],
     "bench_formats.py": ["--sizes", "300", "--repeat", "1"],
     "bench_hostile.py": ["--samples", "120", "--length", "400", "--budget", "0.01"],
