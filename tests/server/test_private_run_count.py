@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import Connection, select, update
 
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.catalogue import load_benchmark
+from medvidbench.server.services.private_runs import counts
 from medvidbench.server.services.submissions import delete_submission, submit
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.db import transaction
-from medvidbench.server.store.models import User
+from medvidbench.server.store.models import Submission, User
 from tests.server.conftest import build_runtime, make_user, variants
 
 
@@ -71,3 +75,49 @@ def test_the_count_replays_each_runs_visibility_at_the_moment_of_publishing(
     assert rows["Chosen"].private_runs == 4
     # the same but "Chosen", public by then
     assert rows["Published later"].private_runs == 3
+
+
+def test_a_run_scored_between_the_counts_two_reads_breaks_nothing(
+    runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    """The count reads the runs, then their visibility events. On PostgreSQL each read sees
+    what was committed before it began, so a run scored in between has events but was not read
+    as a run: this read leaves it out (the next one reads it whole), never a KeyError."""
+    ann = make_user(runtime, "ann", team=None)
+    files = variants(synthetic["weak"], 3)
+    submit(runtime, ann, files[0], "Try", visibility="private")
+    shown = submit(runtime, ann, files[1], "Shown")
+    late = submit(runtime, ann, files[2], "Late", visibility="private")
+    set_visibility(runtime, ann, late.id, "public")  # events of its own
+    set_visibility(runtime, ann, late.id, "private")
+    with runtime.engine.begin() as conn:  # as if its scoring were still under way
+        scored = conn.execute(
+            select(Submission.scored_at).where(Submission.id == late.id)
+        ).scalar_one()
+        conn.execute(update(Submission).where(Submission.id == late.id).values(scored_at=None))
+
+    class ScoredMeanwhile:
+        """A connection whose run is scored (by another connection) once its first read ends."""
+
+        def __init__(self, connection: Connection) -> None:
+            self.connection, self.reads = connection, 0
+
+        def execute(self, *args: Any, **kwargs: Any) -> Any:
+            result = self.connection.execute(*args, **kwargs)
+            self.reads += 1
+            if self.reads == 1:
+                rows = list(result)  # read whole before the other connection writes
+                with runtime.engine.begin() as other:
+                    other.execute(
+                        update(Submission).where(Submission.id == late.id).values(scored_at=scored)
+                    )
+                return rows
+            return result
+
+    with runtime.engine.connect() as conn:
+        reading = ScoredMeanwhile(conn)
+        found = counts(cast(Connection, reading), [(shown.id, ann.id, None)], shown.benchmark_id)
+    assert reading.reads >= 2
+    assert found == {shown.id: 1}  # "Try"; "Late" was not scored when the runs were read
+    row = next(r for r in board_rows(runtime, "community") if r.model_name == "Shown")
+    assert row.private_runs == 1  # scored after "Shown" was published: never counted
