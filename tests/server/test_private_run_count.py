@@ -9,12 +9,14 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, select, update
 
+from medvidbench.server.lifecycle import Status
 from medvidbench.server.runtime import Runtime
+from medvidbench.server.services import events
 from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.catalogue import load_benchmark
 from medvidbench.server.services.private_runs import counts
 from medvidbench.server.services.submissions import delete_submission, submit
-from medvidbench.server.services.visibility import set_visibility
+from medvidbench.server.services.visibility import set_hidden, set_visibility
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import Submission, User
 from tests.server.conftest import build_runtime, make_user, variants
@@ -121,3 +123,45 @@ def test_a_run_scored_between_the_counts_two_reads_breaks_nothing(
     assert found == {shown.id: 1}  # "Try"; "Late" was not scored when the runs were read
     row = next(r for r in board_rows(runtime, "community") if r.model_name == "Shown")
     assert row.private_runs == 1  # scored after "Shown" was published: never counted
+
+
+def _fail_judging(runtime: Runtime, submission_id: int) -> None:
+    """What a final failure of the judging step leaves (services/steps.py): the state and its
+    event."""
+    with transaction(runtime.sessions) as session:
+        sub = session.get(Submission, submission_id)
+        assert sub is not None
+        sub.status = Status.FAILED
+        events.record(session, sub.id, "failed", "judging failed: the judge refused")
+
+
+def test_a_public_run_off_the_boards_at_the_moment_counts(
+    runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    """A try no reader could see when the row was published counts, whatever took it off the
+    boards: hidden by an administrator, its judging failed, deleted. One back on the boards by
+    then does not, and neither does the row itself, published while hidden."""
+    ann = make_user(runtime, "ann", team=None)
+    boss = make_user(runtime, "boss", role="admin", team=None)
+    files = variants(synthetic["weak"], 6)
+    hidden = submit(runtime, ann, files[0], "Hidden")
+    set_hidden(runtime, boss, hidden.id, True)
+    deleted = submit(runtime, ann, files[1], "Deleted")
+    delete_submission(runtime, ann, deleted.id)
+    failed = submit(runtime, ann, files[2], "Failed")
+    _fail_judging(runtime, failed.id)
+    back = submit(runtime, ann, files[3], "Back")
+    set_hidden(runtime, boss, back.id, True)
+    set_hidden(runtime, boss, back.id, False)
+    chosen = submit(runtime, ann, files[4], "Chosen", visibility="private")
+    set_visibility(runtime, ann, chosen.id, "public")
+    own = submit(runtime, ann, files[5], "Own", visibility="private")
+    set_hidden(runtime, boss, own.id, True)
+    set_visibility(runtime, ann, own.id, "public")  # published while hidden
+    set_hidden(runtime, boss, own.id, False)
+    rows = {r.model_name: r for r in board_rows(runtime, "community")}
+    assert set(rows) == {"Back", "Chosen", "Own"}
+    # the hidden, the deleted and the failed one; "Back" was on the boards again
+    assert rows["Chosen"].private_runs == 3
+    assert rows["Own"].private_runs == 3  # the same: not itself
+    assert rows["Back"].private_runs == 3  # each was off the boards before its upload

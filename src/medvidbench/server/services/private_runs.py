@@ -1,18 +1,22 @@
 """How many private runs came before a published row: the "best of N" a reader weighs it by.
 
 A row published after N runs its team (or its submitter, before joining the team too) had
-scored on the same benchmark, and that were not public at that moment, says "after N private
-runs". Three times decide it, all read from what is stored:
+scored on the same benchmark, and that no reader of the boards could see at that moment, says
+"after N private runs". Three times decide it, all read from what is stored:
 
 - when the row was published: its last ``published`` event, or its upload when it was public
   from the start (the choice to publish it was made then);
 - when each run was scored (``scored_at``): a run still being scored then was not yet a try
   whose result anyone could weigh;
-- each run's visibility at that moment, replayed from its visibility events (``published``,
-  ``unpublished``, ``withdrawn``) from the visibility it was uploaded with. A run published
-  later still counts; a run public then and withdrawn later does not; a run deleted since
-  counts as it stood (its row and events are kept). Runs on any test set of the benchmark
-  count, an earlier one included: its results were tries at the same benchmark.
+- whether each run was on the boards at that moment, replayed from its events: public (its
+  visibility events, ``published``, ``unpublished``, ``withdrawn``, from the visibility it was
+  uploaded with), not hidden by an administrator (``hidden``, ``shown``), not failed
+  (``failed``, ``rejudge``: a run whose judging failed leaves the boards), not deleted (the
+  audit log's ``submission.delete``). A run published later still counts; a run public then
+  and withdrawn later does not; a public run hidden, failed or deleted before that moment
+  counts; a run deleted since counts as it stood (its row and events are kept). Runs on any
+  test set of the benchmark count, an earlier one included: its results were tries at the same
+  benchmark.
 """
 
 from __future__ import annotations
@@ -25,11 +29,21 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, or_, select
 
+from medvidbench.server.lifecycle import Status
 from medvidbench.server.store.db import aware
 from medvidbench.server.store.models import AuditLog, Submission, SubmissionEvent, TestSet
 
 # Each visibility event, and the visibility it leaves a submission with.
 VISIBILITY_EVENTS = {"published": "public", "unpublished": "private", "withdrawn": "withdrawn"}
+# The events that take a submission off the boards whatever its visibility, or put it back:
+# (the reason it concerns, whether it is off after the event).
+OFF_EVENTS = {
+    "hidden": ("hidden", True),
+    "shown": ("hidden", False),
+    "failed": ("failed", True),  # a final failure; of judging, for a scored run
+    "rejudge": ("failed", False),
+    "deleted": ("deleted", True),  # from the audit log: a deletion is not a submission event
+}
 
 
 @dataclass(slots=True)
@@ -40,22 +54,34 @@ class _Run:
     created_at: datetime
     scored_at: datetime
     visibility: str  # now
-    changes: list[tuple[datetime, str]]  # (when, visibility after), oldest first
+    changes: list[tuple[datetime, str]]  # (when, event kind), oldest first
+    deleted: bool = False  # now
     first: str = ""  # the visibility it was uploaded with
 
-    def visibility_at(self, moment: datetime) -> str:
-        """Its visibility at ``moment`` (a change made at that very moment included)."""
-        seen = self.first
-        for at, after in self.changes:
+    def seen_at(self, moment: datetime) -> bool:
+        """Whether it was on the boards at ``moment`` (a change made at that very moment
+        included): public, and neither hidden, failed nor deleted."""
+        visibility, off = self.first, set()
+        for at, kind in self.changes:
             if at > moment:
                 break
-            seen = after
-        return seen
+            if kind in VISIBILITY_EVENTS:
+                visibility = VISIBILITY_EVENTS[kind]
+            else:
+                reason, now_off = OFF_EVENTS[kind]
+                if now_off:
+                    off.add(reason)
+                else:
+                    off.discard(reason)
+        return visibility == "public" and not off
 
     def published_at(self) -> datetime:
         """When it was last made public: its last ``published`` event, else its upload."""
-        made_public = [at for at, after in self.changes if after == "public"]
+        made_public = [at for at, kind in self.changes if kind == "published"]
         return made_public[-1] if made_public else self.created_at
+
+    def visibility_changes(self) -> list[str]:
+        return [VISIBILITY_EVENTS[kind] for _, kind in self.changes if kind in VISIBILITY_EVENTS]
 
 
 def counts(
@@ -91,8 +117,17 @@ def counts(
             total += groups["team", team].before(moment)
             if user is not None:
                 total -= groups["both", team, user].before(moment)
-        out[sub_id] = total  # the row itself was public at that moment: never counted
+        # the row itself is never one of its tries (it was off the boards at that moment if
+        # published while hidden, say, and counted once above then)
+        mine = (user is not None or team is not None) and _unseen(row, moment)
+        out[sub_id] = total - mine
     return out
+
+
+def _unseen(run: _Run, moment: datetime) -> bool:
+    """A try no reader of the boards could see at ``moment``: scored before it, not on the
+    boards then."""
+    return run.scored_at < moment and not run.seen_at(moment)
 
 
 @dataclass(slots=True)
@@ -113,9 +148,7 @@ class _Group:
         if not self.ready:
             self.still.sort()
             self.ready = True
-        return bisect_left(self.still, moment) + sum(
-            run.scored_at < moment and run.visibility_at(moment) != "public" for run in self.moved
-        )
+        return bisect_left(self.still, moment) + sum(_unseen(run, moment) for run in self.moved)
 
 
 def _runs(
@@ -132,7 +165,14 @@ def _runs(
     runs = {
         # scored_at: never null here (``theirs``)
         row[0]: _Run(
-            row[0], row[1], row[2], aware(row[3]), aware(cast(datetime, row[4])), row[5], []
+            row[0],
+            row[1],
+            row[2],
+            aware(row[3]),
+            aware(cast(datetime, row[4])),
+            row[5],
+            [],
+            row[6] == Status.DELETED,
         )
         for row in connection.execute(
             select(
@@ -142,19 +182,23 @@ def _runs(
                 Submission.created_at,
                 Submission.scored_at,
                 Submission.visibility,
+                Submission.status,
             ).where(*theirs)
         )
     }
     events = (
         select(SubmissionEvent.submission_id, SubmissionEvent.at, SubmissionEvent.kind)
         .join(Submission, Submission.id == SubmissionEvent.submission_id)
-        .where(*theirs, SubmissionEvent.kind.in_(VISIBILITY_EVENTS))
+        .where(*theirs, SubmissionEvent.kind.in_([*VISIBILITY_EVENTS, *OFF_EVENTS]))
         .order_by(SubmissionEvent.id)
     )
     for sub_id, at, kind in connection.execute(events):
         run = runs.get(sub_id)
         if run is not None:  # else scored between the two reads (PostgreSQL): not counted yet
-            run.changes.append((aware(at), VISIBILITY_EVENTS[kind]))
+            run.changes.append((aware(at), kind))
+    gone = [run for run in runs.values() if run.deleted]
+    if gone:
+        _deletions(connection, gone)
     unknown = []
     for run in runs.values():
         run.first = _first(run)
@@ -169,10 +213,23 @@ def _first(run: _Run) -> str:
     """The visibility a run was uploaded with, where its history decides it: each change
     changes it, so the first change leaves the other of public and private. Withdrawn (final)
     may follow either: "" then."""
-    if not run.changes:
+    changes = run.visibility_changes()
+    if not changes:
         return run.visibility
-    after = run.changes[0][1]
-    return {"public": "private", "private": "public"}.get(after, "")
+    return {"public": "private", "private": "public"}.get(changes[0], "")
+
+
+def _deletions(connection: Connection, runs: list[_Run]) -> None:
+    """When each deleted run was deleted, from its audit record, as a change of its own."""
+    wanted = {f"submission:{run.id}": run for run in runs}
+    for target, at in connection.execute(
+        select(AuditLog.target, AuditLog.at).where(
+            AuditLog.action == "submission.delete", AuditLog.target.in_(wanted)
+        )
+    ):
+        run = wanted[target]
+        run.changes.append((aware(at), "deleted"))
+        run.changes.sort(key=lambda change: change[0])  # stable: events keep their order
 
 
 def _first_from_audit(connection: Connection, runs: list[_Run]) -> None:
