@@ -139,10 +139,11 @@ class _Group:
     ready: bool = False
 
     def add(self, run: _Run) -> None:
-        if run.changes:
+        if run.first != "public" and all(kind != "published" for _, kind in run.changes):
+            self.still.append(run.scored_at)  # never on the boards: a try from being scored
+        elif run.changes:
             self.moved.append(run)
-        elif run.first != "public":
-            self.still.append(run.scored_at)
+        # else public from its upload on, never taken off: never a try
 
     def before(self, moment: datetime) -> int:
         if not self.ready:
@@ -196,16 +197,14 @@ def _runs(
         run = runs.get(sub_id)
         if run is not None:  # else scored between the two reads (PostgreSQL): not counted yet
             run.changes.append((aware(at), kind))
-    gone = [run for run in runs.values() if run.deleted]
-    if gone:
-        _deletions(connection, gone)
-    unknown = []
     for run in runs.values():
         run.first = _first(run)
-        if not run.first:
-            unknown.append(run)
-    if unknown:  # withdrawn first: public or private before? The upload's audit record says.
-        _first_from_audit(connection, unknown)
+    # withdrawn first: public or private before? the upload's audit record says; and when a
+    # deleted run was deleted (a deletion is audited, not a submission event)
+    unknown = [run for run in runs.values() if not run.first]
+    gone = [run for run in runs.values() if run.deleted]
+    if unknown or gone:
+        _from_audit(connection, unknown, gone)
     return runs
 
 
@@ -219,30 +218,25 @@ def _first(run: _Run) -> str:
     return {"public": "private", "private": "public"}.get(changes[0], "")
 
 
-def _deletions(connection: Connection, runs: list[_Run]) -> None:
-    """When each deleted run was deleted, from its audit record, as a change of its own."""
-    wanted = {f"submission:{run.id}": run for run in runs}
-    for target, at in connection.execute(
-        select(AuditLog.target, AuditLog.at).where(
-            AuditLog.action == "submission.delete", AuditLog.target.in_(wanted)
+def _from_audit(connection: Connection, unknown: list[_Run], gone: list[_Run]) -> None:
+    """From the audit log, in one read: the visibility each ``unknown`` run was uploaded with
+    (its upload's record; private when none is found, so the count errs toward more tries,
+    never fewer), and when each ``gone`` run was deleted, as a change of its own."""
+    first = {f"submission:{run.id}": run for run in unknown}
+    deleted = {f"submission:{run.id}": run for run in gone}
+    for action, target, at, detail in connection.execute(
+        select(AuditLog.action, AuditLog.target, AuditLog.at, AuditLog.detail).where(
+            AuditLog.action.in_(("submission.received", "submission.delete")),
+            AuditLog.target.in_([*first, *deleted]),
         )
     ):
-        run = wanted[target]
-        run.changes.append((aware(at), "deleted"))
-        run.changes.sort(key=lambda change: change[0])  # stable: events keep their order
-
-
-def _first_from_audit(connection: Connection, runs: list[_Run]) -> None:
-    """The visibility at upload, from the audit record of the upload; private when none is
-    found (the count then errs toward more tries, never fewer)."""
-    wanted = {f"submission:{run.id}": run for run in runs}
-    for target, detail in connection.execute(
-        select(AuditLog.target, AuditLog.detail).where(
-            AuditLog.action == "submission.received", AuditLog.target.in_(wanted)
-        )
-    ):
-        given = (detail or {}).get("visibility")
-        if given in ("public", "private"):
-            wanted[target].first = given
-    for run in runs:
+        if action == "submission.delete" and target in deleted:
+            run = deleted[target]
+            run.changes.append((aware(at), "deleted"))
+            run.changes.sort(key=lambda change: change[0])  # stable: events keep their order
+        elif action == "submission.received" and target in first:
+            given = (detail or {}).get("visibility")
+            if given in ("public", "private"):
+                first[target].first = given
+    for run in unknown:
         run.first = run.first or "private"
