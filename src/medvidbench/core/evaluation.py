@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +50,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges
+    from concurrent.futures import Future
+
     from medvidbench.core.judge.client import Judge
 
 # The failure of a judge that answered, but never readably.
@@ -308,6 +309,8 @@ def judge_in_background(
             )
             results.append(result)
         return results
+
+    from concurrent.futures import ThreadPoolExecutor  # with logging: a run that judges only
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
     try:
