@@ -156,3 +156,35 @@ def test_0008_lets_private_runs_share_names_and_files_and_keeps_entries(
             with pytest.raises(IntegrityError), engine.begin() as conn:
                 clash(conn)
         engine.dispose()
+
+
+def test_0012_indexes_the_audit_log_by_target_and_action_and_goes_back(
+    tmp_path, postgres_url
+) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import inspect
+
+    def indexes(engine) -> set[str]:  # type: ignore[no-untyped-def]
+        return {str(i["name"]) for i in inspect(engine).get_indexes("audit_log")}
+
+    for url in (f"sqlite:///{tmp_path / 'old12.sqlite3'}", postgres_url):
+        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
+        migrate_to(engine, "0011")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO audit_log (at, actor_name, action, target, detail) VALUES "
+                    "(CURRENT_TIMESTAMP, 'ann', 'submission.delete', 'submission:7', '{}')"
+                )
+            )
+        assert "ix_audit_log_target_action" not in indexes(engine)
+        upgrade(engine)
+        assert "ix_audit_log_target_action" in indexes(engine)
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0011")
+        assert "ix_audit_log_target_action" not in indexes(engine)
+        with engine.begin() as conn:  # the rows stay
+            assert conn.execute(text("SELECT COUNT(*) FROM audit_log")).scalar() == 1
+        engine.dispose()

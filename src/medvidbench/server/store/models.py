@@ -304,6 +304,8 @@ class AuditLog(Base):
     """Append-only: who did what to what, and when."""
 
     __tablename__ = "audit_log"
+    # the private-run count finds a board's uploads and deletions by target (services/private_runs)
+    __table_args__ = (Index("ix_audit_log_target_action", "target", "action"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
