@@ -132,7 +132,7 @@ def _unseen(run: _Run, moment: datetime) -> bool:
 
 @dataclass(slots=True)
 class _Group:
-    """Some runs, ready to count those not public at a moment and scored before it."""
+    """Some runs, ready to count those scored before a moment and not on the boards then."""
 
     still: list[datetime] = field(default_factory=list)  # scored_at of runs never public
     moved: list[_Run] = field(default_factory=list)  # runs whose visibility changed
