@@ -56,7 +56,11 @@ def test_typing_a_teams_name_asks_its_owner(runtime: Runtime) -> None:
     assert reload(runtime, asker).requested_team_id is None
     with runtime.sessions() as session:
         actions = list(
-            session.scalars(select(AuditLog.action).where(AuditLog.action.like("team.%")))
+            session.scalars(
+                select(AuditLog.action)
+                .where(AuditLog.action.like("team.%"))
+                .order_by(AuditLog.id)  # in the order they were written
+            )
         )
     assert actions == ["team.create", "team.request", "team.approve"]
 
