@@ -21,16 +21,19 @@ def migrate_to(engine, revision: str) -> None:  # type: ignore[no-untyped-def]
         command.upgrade(config, revision)
 
 
-def migrate_to_0001(engine) -> None:  # type: ignore[no-untyped-def]
-    migrate_to(engine, "0001")
+def at_revision(tmp_path, postgres_url, revision: str):  # type: ignore[no-untyped-def]
+    """A database of each kind (SQLite, PostgreSQL) migrated to ``revision``, in turn."""
+    for url in (f"sqlite:///{tmp_path / f'at-{revision}.sqlite3'}", postgres_url):
+        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
+        migrate_to(engine, revision)
+        yield engine
+        engine.dispose()
 
 
 def test_0002_gives_existing_teams_an_owner_and_keeps_users_approved(
     tmp_path, postgres_url
 ) -> None:  # type: ignore[no-untyped-def]
-    for url in (f"sqlite:///{tmp_path / 'old.sqlite3'}", postgres_url):
-        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
-        migrate_to_0001(engine)
+    for engine in at_revision(tmp_path, postgres_url, "0001"):
         with engine.begin() as conn:
             conn.execute(
                 text(
@@ -61,15 +64,12 @@ def test_0002_gives_existing_teams_an_owner_and_keeps_users_approved(
             assert teams == [1, 1]
             tokens = conn.execute(text("SELECT COUNT(*) FROM api_tokens")).scalar()
             assert tokens == 1
-        engine.dispose()
 
 
 def test_0003_makes_every_existing_test_set_medvidbench_s_and_keeps_its_boards(
     tmp_path, postgres_url
 ) -> None:  # type: ignore[no-untyped-def]
-    for url in (f"sqlite:///{tmp_path / 'old3.sqlite3'}", postgres_url):
-        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
-        migrate_to(engine, "0002")
+    for engine in at_revision(tmp_path, postgres_url, "0002"):
         with engine.begin() as conn:
             conn.execute(
                 text(
@@ -88,7 +88,6 @@ def test_0003_makes_every_existing_test_set_medvidbench_s_and_keeps_its_boards(
             assert (row.slug, bool(row.is_current), row.generation) == ("medvidbench", True, 4)
             board = conn.execute(text("SELECT benchmark_id, kind FROM boards")).one()
             assert tuple(board) == (1, "official")
-        engine.dispose()
 
 
 def _insert_submission(conn, sid: int, key: str, visibility: str, sha: str) -> None:  # type: ignore[no-untyped-def]
@@ -121,9 +120,7 @@ def test_0008_lets_private_runs_share_names_and_files_and_keeps_entries(
     import pytest
     from sqlalchemy.exc import IntegrityError
 
-    for url in (f"sqlite:///{tmp_path / 'old8.sqlite3'}", postgres_url):
-        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
-        migrate_to(engine, "0007")
+    for engine in at_revision(tmp_path, postgres_url, "0007"):
         with engine.begin() as conn:
             conn.execute(
                 text(
@@ -155,7 +152,6 @@ def test_0008_lets_private_runs_share_names_and_files_and_keeps_entries(
         ):
             with pytest.raises(IntegrityError), engine.begin() as conn:
                 clash(conn)
-        engine.dispose()
 
 
 def test_0012_indexes_the_audit_log_by_target_and_action_and_goes_back(
@@ -166,9 +162,7 @@ def test_0012_indexes_the_audit_log_by_target_and_action_and_goes_back(
     def indexes(engine) -> set[str]:  # type: ignore[no-untyped-def]
         return {str(i["name"]) for i in inspect(engine).get_indexes("audit_log")}
 
-    for url in (f"sqlite:///{tmp_path / 'old12.sqlite3'}", postgres_url):
-        engine = make_engine(url) if url.startswith("sqlite") else create_engine(url)
-        migrate_to(engine, "0011")
+    for engine in at_revision(tmp_path, postgres_url, "0011"):
         with engine.begin() as conn:
             conn.execute(
                 text(
@@ -187,4 +181,3 @@ def test_0012_indexes_the_audit_log_by_target_and_action_and_goes_back(
         assert "ix_audit_log_target_action" not in indexes(engine)
         with engine.begin() as conn:  # the rows stay
             assert conn.execute(text("SELECT COUNT(*) FROM audit_log")).scalar() == 1
-        engine.dispose()
