@@ -141,3 +141,19 @@ def test_bytes_that_are_not_utf8_are_placed_in_either_layout() -> None:
     report = validate_submission(in_key, GT, name="p.jsonl").report
     assert [p.code for p in report.errors.items] == ["not-utf8"]
     assert "byte 0xe9 at line 1, column 4" in report.errors.items[0].message
+
+
+def test_utf8_is_checked_a_step_at_a_time_across_step_boundaries() -> None:
+    """The check decodes a megabyte at a time: a character cut by a step's end is still valid,
+    and a bad byte past the first step is still placed."""
+    from medvidbench.core import formats
+
+    row = {"id": "v&&1&&10&&1.0", "qa_type": "tal", "prediction": "1-2"}
+    head = b'[{"note": "'
+    pad = b"a" * (formats._UTF8_STEP - len(head) - 1)  # "é" (2 bytes) straddles the step
+    good = head + pad + "é".encode() + b'", ' + json.dumps(row).encode()[1:] + b"]"
+    assert "not-utf8" not in {p.code for p in validate_submission(good, GT).report.errors.items}
+    bad = good[:-30] + b"\xff" + good[-30:]
+    report = validate_submission(bad, GT).report
+    assert [p.code for p in report.errors.items] == ["not-utf8"]
+    assert f"byte 0xff at line 1, column {len(bad) - 30}" in report.errors.items[0].message

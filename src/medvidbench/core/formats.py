@@ -11,6 +11,7 @@ have no field for uploaded ground truth, so such values never reach a scorer.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import hashlib
 import re
@@ -154,10 +155,8 @@ def decode(
     try:
         # Checked here, not left to msgspec: it names no place (from 0.23 it calls such bytes a
         # JSON syntax error), and its typed decoder reads a field name holding them as a field
-        # it does not know (the record is then said to lack one). An ASCII file (most) is
-        # known valid by a scan that allocates nothing.
-        if not data.isascii():
-            data.decode("utf-8")
+        # it does not know (the record is then said to lack one).
+        _check_utf8(data)
         return _decode(data, typed, layout_hint, what, single_record_field)
     except UnicodeDecodeError:
         result = Decoded(
@@ -167,6 +166,23 @@ def decode(
             Problem("not-utf8", f"the {what} is not valid UTF-8: {_bad_utf8(data)}")
         )
         return result
+
+
+_UTF8_STEP = 1 << 20
+
+
+def _check_utf8(data: bytes) -> None:
+    """Raise UnicodeDecodeError unless ``data`` is UTF-8. An ASCII file (most) is known valid
+    by a scan that allocates nothing; any other is decoded a megabyte at a time, its text
+    dropped, so a large upload never costs a second copy of itself (up to four times its size
+    as a str)."""
+    if data.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), _UTF8_STEP):
+        decoder.decode(view[start : start + _UTF8_STEP])
+    decoder.decode(b"", final=True)
 
 
 def _bad_utf8(data: bytes) -> str:
