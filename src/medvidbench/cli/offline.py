@@ -110,7 +110,10 @@ def validate(
     if questions is not None:
         gt = bench.load_questions(questions)
     elif ground_truth is not None:
-        gt = bench.load_ground_truth(ground_truth)
+        from medvidbench.core import testset_cache
+        from medvidbench.core.formats import DEFAULT_MAX_BYTES
+
+        gt = testset_cache.load(bench, ground_truth, DEFAULT_MAX_BYTES)
     report = _validate(bench, predictions, gt).report
     if strict:
         report.refuse_order_only()
@@ -203,6 +206,7 @@ def evaluate(
     PREDICTIONS '-' reads standard input.
     """
     from medvidbench import benchmarks
+    from medvidbench.core import testset_cache
     from medvidbench.core.formats import DEFAULT_MAX_BYTES
     from medvidbench.library import evaluate as run
 
@@ -210,7 +214,7 @@ def evaluate(
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
     limit = max_bytes or DEFAULT_MAX_BYTES
     llm = judge_for(judge, judge_model, judge_cache, bench)
-    gt = bench.load_ground_truth(ground_truth, limit)
+    gt = testset_cache.load(bench, ground_truth, limit)
     matched = _validate(bench, predictions, gt, limit)
     # The test set and the predictions live until the process ends and hold no cycles: the
     # collector need not walk them again in every full collection (about 10 % of a cold run).

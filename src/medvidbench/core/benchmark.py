@@ -337,6 +337,11 @@ class TestSetFunctions(Generic[SetT]):
     match: MatchFile[SetT]
     questions: ReadTestSet[SetT] | None = None
     """``questions(source, max_bytes)``: the public questions file, where the benchmark has one."""
+    kept_as: Callable[[], type[SetT]] | None = None
+    """``() -> the test-set class``, when the command line may keep a prepared copy of a
+    test-set file for its next run (:mod:`medvidbench.core.testset_cache`): a dataclass or
+    msgspec Struct of plain data that msgspec encodes and decodes back equal. None: the file is
+    read every time."""
 
     def load_ground_truth(self, source: str | Path | bytes, max_bytes: int | None = None) -> SetT:
         return self.load(source) if max_bytes is None else self.load(source, max_bytes)

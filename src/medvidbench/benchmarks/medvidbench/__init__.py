@@ -103,6 +103,12 @@ def _questions(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -
     return load_questions(source, max_bytes)
 
 
+def _kept_as() -> type[GroundTruth]:
+    from medvidbench.benchmarks.medvidbench.groundtruth import GroundTruth
+
+    return GroundTruth
+
+
 def _match(
     source: Source, gt: GroundTruth, max_bytes: int = DEFAULT_MAX_BYTES, name: str = ""
 ) -> MatchedSubmission:
@@ -143,7 +149,7 @@ def _rewards() -> RewardSpec[Sample]:
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
 TESTSET: TestSetFunctions[GroundTruth] = TestSetFunctions(
-    load=_load, match=_match, questions=_questions
+    load=_load, match=_match, questions=_questions, kept_as=_kept_as
 )
 
 BENCHMARK: Benchmark[Sample] = Benchmark(

@@ -26,7 +26,7 @@ from medvidbench.benchmarks.medvidbench.records import (
 from medvidbench.benchmarks.medvidbench.tasks.registry import TASKS, task_for_qa_type
 from medvidbench.core.errors import Problem, ProblemList, UsageError
 from medvidbench.core.formats import check_fields, decode, read_bytes, record_label
-from medvidbench.core.submission import ValidationReport, answer_too_long
+from medvidbench.core.submission import MAX_ANSWER_CHARS, ValidationReport, answer_too_long
 
 _SHARD_NAME = re.compile(r"_gpu\d+\.jsonl?$")
 
@@ -34,15 +34,20 @@ Source = str | Path | bytes
 
 
 class Entry(msgspec.Struct, gc=False):
-    """A submission record reduced to what matching needs."""
+    """A submission record reduced to what matching needs; ``at`` is its place in the file."""
 
     pos: int
-    where: str
+    at: str
     sid: str
     qa_type: str
     text: str
     index: int | None
     question: str | None
+
+    @property
+    def where(self) -> str:
+        """The record's place and id, as messages name it."""
+        return _label(self.at, self.sid)
 
 
 def read_entries(
@@ -242,19 +247,29 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         sid = sample_id(m.video_id, m.input_video_start_frame, m.input_video_end_frame, m.fps)
     else:
         sid = ""
-    label = f"{where} (id {sid!r})" if sid else where
     start = len(errors)
-    text = next((t for t in (rec.prediction, rec.answer, rec.response) if isinstance(t, str)), None)
+    text = (
+        rec.prediction
+        if isinstance(rec.prediction, str)
+        else rec.answer
+        if isinstance(rec.answer, str)
+        else rec.response
+        if isinstance(rec.response, str)
+        else None
+    )
     if text is None:
         errors.add(
             Problem(
                 "missing-field",
-                f"{label}: missing field 'prediction' (or 'answer' in the results.json format)",
+                f"{_label(where, sid)}: missing field 'prediction' "
+                "(or 'answer' in the results.json format)",
                 i,
                 sid or None,
             )
         )
-    elif (too_long := answer_too_long(text, label, i, sid or None)) is not None:
+    elif len(text) > MAX_ANSWER_CHARS and (  # the label is made only for the message
+        too_long := answer_too_long(text, _label(where, sid), i, sid or None)
+    ):
         errors.add(too_long)
     index = rec.index if isinstance(rec.index, int) else None
     qa_type = rec.qa_type if isinstance(rec.qa_type, str) else ""
@@ -262,17 +277,22 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         errors.add(
             Problem(
                 "missing-field",
-                f"{label}: missing field 'id' (or 'metadata' in the results.json format)",
+                f"{_label(where, sid)}: missing field 'id' "
+                "(or 'metadata' in the results.json format)",
                 i,
             )
         )
     if not qa_type and index is None:
-        errors.add(Problem("missing-field", f"{label}: missing field 'qa_type'", i, sid or None))
+        errors.add(
+            Problem(
+                "missing-field", f"{_label(where, sid)}: missing field 'qa_type'", i, sid or None
+            )
+        )
     elif qa_type and task_for_qa_type(qa_type) is None:
         errors.add(
             Problem(
                 "unknown-qa-type",
-                f"{label}: unknown qa_type {qa_type!r}; "
+                f"{_label(where, sid)}: unknown qa_type {qa_type!r}; "
                 f"expected one of {', '.join(TASKS)} (with a "
                 "variant suffix such as _gpt where the test set "
                 "has one)",
@@ -284,7 +304,7 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         errors.add(
             Problem(
                 "bad-index",
-                f"{label}: expected 'index' to be 0 or more, got {index}",
+                f"{_label(where, sid)}: expected 'index' to be 0 or more, got {index}",
                 i,
                 sid or None,
             )
@@ -293,4 +313,9 @@ def _semantic(i: int, rec: SubmissionRecord, where: str, errors: ProblemList) ->
         return None
     question = strip_video_tag(rec.question) if isinstance(rec.question, str) else None
     assert isinstance(text, str)
-    return Entry(i, label, sid, qa_type, text, index, question)
+    return Entry(i, where, sid, qa_type, text, index, question)
+
+
+def _label(where: str, sid: str) -> str:
+    """A record's place with its id, for messages (made only when one is written)."""
+    return f"{where} (id {sid!r})" if sid else where

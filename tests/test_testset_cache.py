@@ -1,0 +1,184 @@
+"""The command line's kept copy of a test set: read back only while the file and the code are as
+they were, checked on every read, never in the way of a refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from medvidbench import benchmarks
+from medvidbench.cli.main import app
+from medvidbench.core import testset_cache
+from medvidbench.core.errors import InvalidGroundTruthError, UsageError
+from tests.conftest import gt_record, small_records
+
+
+class Counting:
+    """A benchmark whose reader counts the files it reads."""
+
+    def __init__(self, slug: str = "medvidbench") -> None:
+        self.bench = benchmarks.get(slug)
+        self.slug, self.version, self.testset = (
+            self.bench.slug,
+            self.bench.version,
+            self.bench.testset,
+        )
+        self.reads = 0
+
+    def load_ground_truth(self, source: Any, max_bytes: int | None = None) -> Any:
+        self.reads += 1
+        return self.bench.load_ground_truth(source, max_bytes)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(folder))
+    monkeypatch.delenv(testset_cache.SWITCH, raising=False)
+    return folder / "testsets"
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_the_second_run_reads_the_copy_and_gets_the_same_test_set(
+    cache: Path, tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    gt = tmp_path / "gt.json"
+    shutil.copy(synthetic["ground_truth"], gt)
+    bench = Counting()
+    first = testset_cache.load(bench, gt, 10**9)
+    second = testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 1
+    assert second == first == bench.bench.load_ground_truth(gt)
+    assert second.sha256 == first.sha256 and len(second) == 600
+    assert [p.name for p in cache.iterdir()] and all(
+        (p.stat().st_mode & 0o777) == 0o600 for p in cache.iterdir()
+    )
+
+
+def test_warnings_come_back_with_the_copy(cache: Path, tmp_path: Path) -> None:
+    twins = [*small_records(), gt_record()]  # the first record again: indistinguishable
+    gt = _write(tmp_path / "gt.json", twins)
+    bench = Counting()
+    first = testset_cache.load(bench, gt, 10**9)
+    second = testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 1
+    assert first.warnings.items and second.warnings == first.warnings
+
+
+def test_an_edited_file_is_read_again_even_with_its_size_and_time_put_back(
+    cache: Path, tmp_path: Path
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    before = testset_cache.load(bench, gt, 10**9)
+    st = gt.stat()
+    text = gt.read_text().replace("1.0-2.0 seconds.", "3.0-4.0 seconds.")
+    gt.write_text(text)
+    os.utime(gt, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same modification time
+    assert gt.stat().st_size == st.st_size and gt.stat().st_mtime_ns == st.st_mtime_ns
+    after = testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 2
+    assert before.samples[0].answer == "1.0-2.0 seconds."
+    assert after.samples[0].answer == "3.0-4.0 seconds."
+
+
+def test_a_corrupt_or_foreign_copy_is_not_used(cache: Path, tmp_path: Path) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    truth = testset_cache.load(bench, gt, 10**9)
+    (entry,) = cache.iterdir()
+    body = bytearray(entry.read_bytes())
+    at = body.index(b"1.0-2.0 seconds.")
+    body[at : at + 3] = b"9.9"  # a changed answer: the copy's own digest no longer holds
+    entry.write_bytes(bytes(body))
+    assert testset_cache.load(bench, gt, 10**9) == truth
+    assert bench.reads == 2
+    entry.write_bytes(b"not msgpack at all")
+    assert testset_cache.load(bench, gt, 10**9) == truth
+    assert bench.reads == 3
+
+
+def test_a_change_of_code_rebuilds_the_copy(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    testset_cache.load(bench, gt, 10**9)
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 1
+    monkeypatch.setattr(testset_cache, "_code_stamp", {"medvidbench": "medvidbench:edited"})
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 2
+
+
+def test_the_size_limit_and_a_bad_file_are_refused_as_without_a_copy(
+    cache: Path, tmp_path: Path
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    testset_cache.load(bench, gt, 10**9)
+    with pytest.raises(UsageError, match="larger than the limit of 100 bytes"):
+        testset_cache.load(bench, gt, 100)
+    bad = _write(tmp_path / "bad.json", [gt_record(qa_type="nonsense")])
+    for _ in range(2):
+        with pytest.raises(InvalidGroundTruthError, match="unknown qa_type"):
+            testset_cache.load(bench, bad, 10**9)
+    assert len(list(cache.iterdir())) == 1  # the refused file left no copy
+
+
+def test_no_copy_when_switched_off_or_the_folder_cannot_be_made(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    monkeypatch.setenv(testset_cache.SWITCH, "0")
+    testset_cache.load(bench, gt, 10**9)
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 2 and not cache.exists()
+    monkeypatch.delenv(testset_cache.SWITCH)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(blocked))
+    assert testset_cache.load(bench, gt, 10**9) == bench.bench.load_ground_truth(gt)
+
+
+def test_a_benchmark_that_does_not_declare_its_class_is_read_every_time(
+    cache: Path, tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    bench = Counting("medsg")
+    assert getattr(bench.testset, "kept_as", None) is None
+    example = bench.bench.demo
+    assert example is not None
+    files = example.synthesise(tmp_path / "medsg", 50, 1)
+    testset_cache.load(bench, files["ground_truth"], 10**9)
+    testset_cache.load(bench, files["ground_truth"], 10**9)
+    assert bench.reads == 2 and not cache.exists()
+
+
+def test_evaluate_twice_scores_the_same_and_keeps_one_copy(
+    cache: Path, tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    gt = tmp_path / "gt.json"
+    shutil.copy(synthetic["ground_truth"], gt)
+    reports = []
+    for n in range(2):
+        out = tmp_path / f"report{n}.json"
+        result = CliRunner().invoke(
+            app,
+            ["evaluate", str(synthetic["strong"]), "--ground-truth", str(gt), "--out", str(out)],
+        )
+        assert result.exit_code == 0, result.output
+        report = json.loads(out.read_text())
+        reports.append((report["metrics"], report["per_task"], report["ground_truth"]))
+    assert reports[0] == reports[1]
+    assert len(list(cache.iterdir())) == 1
