@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
-from medvidbench.core.evidence import gather
 from medvidbench.core.judge.parse import JudgeAnswerError
 from medvidbench.core.report import Report, metrics_of, per_dataset_of, per_group_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
@@ -411,6 +410,8 @@ def assemble(
     matched, benchmark = planned.matched, planned.benchmark
     evidence = None
     if options.per_item:
+        from medvidbench.core.evidence import gather
+
         judge_id = (judged.provenance or {}).get("config_id", "") if judged is not None else ""
         evidence = gather(
             benchmark, planned.gt.samples, results, planned.rules.name, planned.gt.sha256, judge_id

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.benchmark import Benchmark
-from medvidbench.core.evidence import Evidence
 from medvidbench.core.scoring import TaskResult
 from medvidbench.version import __version__
+
+if TYPE_CHECKING:  # gathered only for --per-item (core.evaluation imports it then)
+    from medvidbench.core.evidence import Evidence
 
 
 @dataclass(slots=True)

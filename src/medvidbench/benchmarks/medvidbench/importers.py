@@ -25,7 +25,6 @@ import msgspec
 
 from medvidbench.benchmarks.medvidbench.records import sample_id, strip_video_tag
 from medvidbench.core.errors import InvalidSubmissionError, Problem, ProblemList
-from medvidbench.core.tables import MAX_ROWS, read_table
 
 # What the task that ``medvidbench export-task lmms-eval`` writes returns from process_results;
 # lmms-eval copies it into every logged sample, so an import of that task's samples is exact.
@@ -269,6 +268,8 @@ class VlmEvalKitImporter:
         filename: str,
         questions: Sequence[Mapping[str, Any]] | None,
     ) -> list[dict[str, Any]]:
+        from medvidbench.core.tables import read_table  # csv, zipfile: only for a table
+
         rows = read_table(source, filename, _row_limit(questions), ("index", "prediction"))
         found = _Collector(filename, questions)
         for n, row in enumerate(rows):
@@ -319,6 +320,8 @@ def _cell_text(value: Any) -> str:
 # A prediction table has one row per question: twice the test file's questions plus a margin;
 # without the test file, core.tables' limit (the training-scale set's 531,850 with room).
 def _row_limit(questions: Sequence[Any] | None) -> int:
+    from medvidbench.core.tables import MAX_ROWS
+
     return MAX_ROWS if questions is None else 2 * len(questions) + 1_000
 
 
