@@ -18,6 +18,7 @@ from medvidbench.core.errors import ConflictError, NotFoundError
 from medvidbench.server.lifecycle import NOT_COUNTED, ON_BOARD, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
+from medvidbench.server.services.events import Kind
 from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.steps import _report, add_evaluation
 from medvidbench.server.store import board_cache
@@ -166,7 +167,7 @@ def describe(ev: Evaluation, definition: Benchmark, shown: Evaluation | None) ->
 # A re-score is asked for, started, and done or given up, each a submission event whose message
 # is the profile. A queue forgets a job whose worker dies; these events do not, so the reaper
 # finds a re-score that was asked for or started and never finished, and runs it again.
-RESCORE_EVENTS = ("rescore-requested", "rescore-started", "rescored", "rescore-failed")
+RESCORE_EVENTS = (Kind.RESCORE_REQUESTED, Kind.RESCORE_STARTED, Kind.RESCORED, Kind.RESCORE_FAILED)
 
 
 def request_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
@@ -177,7 +178,7 @@ def request_rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     with transaction(runtime.sessions) as session:
         if session.get(Submission, submission_id) is None:
             return False
-        events.record(session, submission_id, "rescore-requested", profile)
+        events.record(session, submission_id, Kind.RESCORE_REQUESTED, profile)
     return True
 
 
@@ -189,15 +190,15 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     run again by the reaper; returns whether something was stored.
     """
     with transaction(runtime.sessions) as session:
-        events.record(session, submission_id, "rescore-started", profile)
+        events.record(session, submission_id, Kind.RESCORE_STARTED, profile)
     budget = runtime.settings.scoring_cpu_seconds
     try:
         with cpu_budget.limited(budget, f"re-scoring submission {submission_id} ({profile})"):
             scoring = _report(runtime, submission_id, profile=profile)
     except CpuBudgetError as exc:  # as costly the next time: given up at once, with the reason
         with transaction(runtime.sessions) as session:
-            events.record(session, submission_id, "error", exc.message)
-            events.record(session, submission_id, "rescore-failed", profile)
+            events.record(session, submission_id, Kind.ERROR, exc.message)
+            events.record(session, submission_id, Kind.RESCORE_FAILED, profile)
         return False
     report = scoring.report
     try:
@@ -214,14 +215,14 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
                 add_evaluation(session, submission_id, scoring, "")
             elif not _complete_existing(session, existing, scoring):
                 events.record(
-                    session, submission_id, "rescored", _rescored(report, "already stored")
+                    session, submission_id, Kind.RESCORED, _rescored(report, "already stored")
                 )
                 return False
             computed = sum(v is not None for v in report.metrics.values())
             done = count(computed, "metric") + (
                 ", with 95 % intervals" if report.statistics else ""
             )
-            events.record(session, submission_id, "rescored", _rescored(report, done))
+            events.record(session, submission_id, Kind.RESCORED, _rescored(report, done))
             board_cache.bump_for_submission(session, submission_id)
     except IntegrityError:
         return False  # another worker stored the same evaluation first
@@ -248,7 +249,7 @@ def _rescored(report: Any, done: str) -> str:
 
 def _rescore_profile(kind: str, message: str) -> str:
     """The profile a re-score event is about (the message of the others is the profile)."""
-    if kind == "rescored":
+    if kind == Kind.RESCORED:
         return message.removeprefix("re-scored (").split(",", 1)[0]
     return message
 
@@ -274,18 +275,18 @@ def lost_rescores(runtime: Runtime) -> list[tuple[int, str]]:
     for submission_id, kind, message, at in rows:
         key = (submission_id, _rescore_profile(kind, message))
         last[key] = (kind, at if at.tzinfo else at.replace(tzinfo=UTC))  # SQLite: naive UTC
-        if kind == "rescore-started":
+        if kind == Kind.RESCORE_STARTED:
             starts[key] = starts.get(key, 0) + 1
-        elif kind in ("rescored", "rescore-failed"):
+        elif kind in (Kind.RESCORED, Kind.RESCORE_FAILED):
             starts.pop(key, None)
     now = datetime.now(UTC)
     due = []
     for key, (kind, at) in last.items():
-        if kind in ("rescored", "rescore-failed") or at > now - lease:
+        if kind in (Kind.RESCORED, Kind.RESCORE_FAILED) or at > now - lease:
             continue
         if starts.get(key, 0) >= runtime.settings.job_max_attempts:
             with transaction(runtime.sessions) as session:
-                events.record(session, key[0], "rescore-failed", key[1])
+                events.record(session, key[0], Kind.RESCORE_FAILED, key[1])
             continue
         due.append(key)
     return due
@@ -323,7 +324,7 @@ def request_rejudge(runtime: Runtime, submission_id: int) -> bool:
                 _check_still_unique(session, sub)
                 shown = sub.visibility == "public" and not sub.hidden
                 back = "waiting for the judge" + (", back on the boards" if shown else "")
-                events.record(session, sub.id, "rejudge", back)
+                events.record(session, sub.id, Kind.REJUDGE, back)
             sub.status, sub.step_attempts = Status.SCORED, 0
             board_cache.bump(session, sub.benchmark_id)
             return True

@@ -30,19 +30,26 @@ from typing import Any, cast
 from sqlalchemy import Connection, or_, select
 
 from medvidbench.server.lifecycle import Status
+from medvidbench.server.services.events import Kind
 from medvidbench.server.store.db import aware
 from medvidbench.server.store.models import AuditLog, Submission, SubmissionEvent, TestSet
 
+# A deletion, read from the audit log (``submission.delete``): not a submission event.
+DELETED = "deleted"
 # Each visibility event, and the visibility it leaves a submission with.
-VISIBILITY_EVENTS = {"published": "public", "unpublished": "private", "withdrawn": "withdrawn"}
+VISIBILITY_EVENTS: dict[str, str] = {
+    Kind.PUBLISHED: "public",
+    Kind.UNPUBLISHED: "private",
+    Kind.WITHDRAWN: "withdrawn",
+}
 # The events that take a submission off the boards whatever its visibility, or put it back:
 # (the reason it concerns, whether it is off after the event).
-OFF_EVENTS = {
-    "hidden": ("hidden", True),
-    "shown": ("hidden", False),
-    "failed": ("failed", True),  # a final failure; of judging, for a scored run
-    "rejudge": ("failed", False),
-    "deleted": ("deleted", True),  # from the audit log: a deletion is not a submission event
+OFF_EVENTS: dict[str, tuple[str, bool]] = {
+    Kind.HIDDEN: ("hidden", True),
+    Kind.SHOWN: ("hidden", False),
+    Kind.FAILED: ("failed", True),  # a final failure; of judging, for a scored run
+    Kind.REJUDGE: ("failed", False),
+    DELETED: ("deleted", True),
 }
 
 
@@ -77,7 +84,7 @@ class _Run:
 
     def published_at(self) -> datetime:
         """When it was last made public: its last ``published`` event, else its upload."""
-        made_public = [at for at, kind in self.changes if kind == "published"]
+        made_public = [at for at, kind in self.changes if kind == Kind.PUBLISHED]
         return made_public[-1] if made_public else self.created_at
 
     def visibility_changes(self) -> list[str]:
@@ -139,7 +146,7 @@ class _Group:
     ready: bool = False
 
     def add(self, run: _Run) -> None:
-        if run.first != "public" and all(kind != "published" for _, kind in run.changes):
+        if run.first != "public" and all(kind != Kind.PUBLISHED for _, kind in run.changes):
             self.still.append(run.scored_at)  # never on the boards: a try from being scored
         elif run.changes:
             self.moved.append(run)
@@ -232,7 +239,7 @@ def _from_audit(connection: Connection, unknown: list[_Run], gone: list[_Run]) -
     ):
         if action == "submission.delete" and target in deleted:
             run = deleted[target]
-            run.changes.append((aware(at), "deleted"))
+            run.changes.append((aware(at), DELETED))
             run.changes.sort(key=lambda change: change[0])  # stable: events keep their order
         elif action == "submission.received" and target in first:
             given = (detail or {}).get("visibility")

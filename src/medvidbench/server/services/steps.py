@@ -28,6 +28,7 @@ from medvidbench.server import checkpoints
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
+from medvidbench.server.services.events import Kind
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import (
@@ -104,7 +105,7 @@ def claim(runtime: Runtime, submission_id: int, step: str, worker: str) -> bool:
             events.record(
                 session,
                 submission_id,
-                f"{step} started",
+                Kind.SCORE_STARTED if step == "score" else Kind.JUDGE_STARTED,
                 f"{'scoring' if step == 'score' else 'judging'} started"
                 + (f" (attempt {attempt})" if attempt and attempt > 1 else ""),
             )
@@ -232,7 +233,10 @@ def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring
         if exists is None:
             add_evaluation(session, sub.id, scoring, judge_id)
         events.record(
-            session, sub.id, "scored" if step == "score" else "judged", _done_message(step, report)
+            session,
+            sub.id,
+            Kind.SCORED if step == "score" else Kind.JUDGED,
+            _done_message(step, report),
         )
         if step == "score":
             _ensure_entry(session, sub)
@@ -361,7 +365,7 @@ def _fail(runtime: Runtime, submission_id: int, step: str, worker: str, exc: Exc
             later = "; it stays failed" + (", off the boards," if shown else "")
             later += " until an administrator re-judges it"
         # a judge outage is said to everyone (counts and error names only: no file, no answer)
-        kind = "judge failed" if judge_down else "failed" if final else "error"
+        kind = Kind.JUDGE_FAILED if judge_down else Kind.FAILED if final else Kind.ERROR
         events.record(
             session,
             sub.id,

@@ -35,6 +35,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events
 from medvidbench.server.services.accounts import require_role
 from medvidbench.server.services.audit import audit
+from medvidbench.server.services.events import Kind
 from medvidbench.server.services.names import held_publicly
 from medvidbench.server.services.quota import QuotaWindow, check_quota, lock_holders, quota_windows
 from medvidbench.server.services.teams import check_organisation
@@ -271,7 +272,7 @@ def refuse(runtime: Runtime, user: User, checked: Checked, filename: str) -> NoR
         )
         session.add(rejected)
         session.flush()
-        events.record(session, rejected.id, "received", _received(report, checked.size))
+        events.record(session, rejected.id, Kind.RECEIVED, _received(report, checked.size))
         audit(
             session,
             user,
@@ -283,7 +284,7 @@ def refuse(runtime: Runtime, user: User, checked: Checked, filename: str) -> NoR
         events.record(
             session,
             rejected.id,
-            "rejected",
+            Kind.REJECTED,
             f"invalid: {len(report.errors):,} problem(s); the first: {reason[:600]}",
         )
     raise InvalidSubmissionError(report.errors, filename)
@@ -361,8 +362,8 @@ def _log_received(
     session: Any, user: User, sub: Submission, checked: Checked, visibility: str
 ) -> None:
     report = checked.report
-    events.record(session, sub.id, "received", _received(report, checked.size))
-    events.record(session, sub.id, "validated", _validated(report))
+    events.record(session, sub.id, Kind.RECEIVED, _received(report, checked.size))
+    events.record(session, sub.id, Kind.VALIDATED, _validated(report))
     events.record_warnings(session, sub.id, report.warnings)
     audit(
         session,
@@ -385,7 +386,7 @@ def _queue_later(runtime: Runtime, submission_id: int) -> None:
             events.record(
                 session,
                 submission_id,
-                "waiting",
+                Kind.WAITING,
                 "the job queue could not be reached; scoring starts once it is back",
             )
     except Exception:  # the submission is stored and will be scored: the note is not worth a 500

@@ -12,6 +12,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events
 from medvidbench.server.services.accounts import require_role
 from medvidbench.server.services.audit import audit
+from medvidbench.server.services.events import Kind
 from medvidbench.server.services.names import held_publicly
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
@@ -31,7 +32,7 @@ def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) 
         events.record(
             session,
             sub.id,
-            "hidden" if hidden else "shown",
+            Kind.HIDDEN if hidden else Kind.SHOWN,
             "hidden from the boards by an administrator"
             if hidden
             else "back on the boards (an administrator)",
@@ -41,9 +42,9 @@ def set_hidden(runtime: Runtime, actor: User, submission_id: int, hidden: bool) 
 
 VISIBILITY_CHANGES = {"public": "publish", "private": "unpublish", "withdrawn": "withdraw"}
 _VISIBILITY_EVENTS = {
-    "public": ("published", "made public: on the boards"),
-    "private": ("unpublished", "made private: off the boards, seen by its submitter and staff"),
-    "withdrawn": ("withdrawn", "withdrawn by its submitter: off every board for good"),
+    "public": (Kind.PUBLISHED, "made public: on the boards"),
+    "private": (Kind.UNPUBLISHED, "made private: off the boards, seen by its submitter and staff"),
+    "withdrawn": (Kind.WITHDRAWN, "withdrawn by its submitter: off every board for good"),
 }
 
 
