@@ -356,12 +356,12 @@ class Rewarder:
         groups: Mapping[tuple[str, str], list[int]],
     ) -> Any:
         """Start judging every judged task's rows (through the evaluator's judging entry
-        point, :func:`~medvidbench.core.evaluation.judge_in_background`); returns a function
+        point, :func:`~medvidbench.core.judging.judge_in_background`); returns a function
         that waits and gives, per judged task, its rows and their 0-1 judge values (NaN: the
         judgement failed)."""
         if self.judge is None:
             return None
-        from medvidbench.core.evaluation import JudgeJob, judge_in_background
+        from medvidbench.core.judging import JudgeJob, judge_in_background
 
         jobs: list[JudgeJob] = []
         members: list[np.ndarray] = []

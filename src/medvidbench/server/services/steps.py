@@ -23,7 +23,8 @@ from medvidbench.core import cpu_budget
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.cpu_budget import CpuBudgetError
 from medvidbench.core.display import count
-from medvidbench.core.evaluation import Options, Report, assemble, judge_plan, plan, score
+from medvidbench.core.evaluation import Options, Report, assemble, plan, score
+from medvidbench.core.judging import judge_plan
 from medvidbench.server import checkpoints
 from medvidbench.server.lifecycle import STEPS, Status
 from medvidbench.server.runtime import Runtime
