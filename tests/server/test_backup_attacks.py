@@ -18,7 +18,8 @@ from sqlalchemy import text
 
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.backups import backup, kept_name, restore, stored_files
+from medvidbench.server.services.backups import backup, kept_name, stored_files
+from medvidbench.server.services.restores import restore
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.db import current_revision
 from tests.server.conftest import build_runtime, make_user

@@ -18,8 +18,9 @@ from sqlalchemy import create_engine, select, text
 from medvidbench.core.config import Settings
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
-from medvidbench.server.services.backups import backup, pg_program, restore, stored_files
+from medvidbench.server.services.backups import backup, pg_program, stored_files
 from medvidbench.server.services.exports import export_board
+from medvidbench.server.services.restores import restore
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.models import Base
 from tests.server.conftest import build_runtime, make_user, variants

@@ -42,7 +42,7 @@ def restore(
 ) -> None:
     """Restore a backup into a stopped server with no data (checked against its manifest first);
     start the server afterwards (it migrates an older backup forward)."""
-    from medvidbench.server.services.backups import restore as read_backup
+    from medvidbench.server.services.restores import restore as read_backup
 
     done = read_backup(runtime(data_dir, migrate=False), source, force=force)
     print(f"restored the {done.database} database and {done.files} files from {done.path}")
