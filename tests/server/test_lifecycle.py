@@ -21,7 +21,8 @@ from medvidbench.server.services.boards import board_rows
 from medvidbench.server.services.entries import add_reported, promote, remove_entry
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.steps import claim, run_step
-from medvidbench.server.services.submissions import delete_submission, get_submission, submit
+from medvidbench.server.services.submission_reads import get_submission
+from medvidbench.server.services.submissions import delete_submission, submit
 from medvidbench.server.store.models import AuditLog, Evaluation, Submission, User
 from tests.server.conftest import HeldQueue, make_user
 

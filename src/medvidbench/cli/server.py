@@ -184,7 +184,7 @@ def worker(
     from medvidbench.core.config import judge_state
     from medvidbench.server.jobs import run_worker, wait_for_database
     from medvidbench.server.logs import configure_logging
-    from medvidbench.server.services.submissions import benchmark_of
+    from medvidbench.server.services.submission_reads import benchmark_of
 
     rt = runtime(data_dir, migrate=False)  # 'medvidbench db upgrade' migrates, once
     configure_logging(rt.settings, lambda sid: benchmark_of(rt, sid))
@@ -325,7 +325,7 @@ def serve(
     from medvidbench.server.logs import configure_logging
     from medvidbench.server.services.accounts import has_admin
     from medvidbench.server.services.catalogue import seed_test_sets
-    from medvidbench.server.services.submissions import benchmark_of
+    from medvidbench.server.services.submission_reads import benchmark_of
     from medvidbench.server.web.app import create_app
 
     listener = _listen(host, port)  # before anything is printed or started

@@ -35,7 +35,7 @@ from medvidbench.server.services.steps import (
     stale,
     step_attempts,
 )
-from medvidbench.server.services.submissions import benchmark_of
+from medvidbench.server.services.submission_reads import benchmark_of
 
 log = logging.getLogger("medvidbench.server.jobs")
 

@@ -14,7 +14,7 @@ from medvidbench.server.roles import STAFF
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import evaluations, events
 from medvidbench.server.services.boards import would_rank
-from medvidbench.server.services.submissions import get_submission
+from medvidbench.server.services.submission_reads import get_submission
 from medvidbench.server.store.models import Submission, TestSet, User
 
 

@@ -22,7 +22,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import item_results
 from medvidbench.server.services.evaluations import current_evaluation
 from medvidbench.server.services.item_results import StoredItem
-from medvidbench.server.services.submissions import get_submission
+from medvidbench.server.services.submission_reads import get_submission
 from medvidbench.server.store.models import TestSet, User
 
 PER_PAGE = 50

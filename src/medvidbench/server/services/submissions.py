@@ -29,8 +29,8 @@ from medvidbench.core.errors import (
 )
 from medvidbench.core.submission import ValidationReport
 from medvidbench.server import checkpoints
-from medvidbench.server.lifecycle import NOT_COUNTED, PRIVATE, Status
-from medvidbench.server.roles import STAFF, Role
+from medvidbench.server.lifecycle import NOT_COUNTED, Status
+from medvidbench.server.roles import Role
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events
 from medvidbench.server.services.accounts import require_role
@@ -47,7 +47,6 @@ from medvidbench.server.store.models import (
     Evaluation,
     EvaluationEvidence,
     Submission,
-    TestSet,
     User,
 )
 
@@ -440,29 +439,6 @@ def _check_unique(session: Any, benchmark_id: int, base: dict[str, Any], holder:
         )
 
 
-def get_submission(runtime: Runtime, submission_id: int, viewer: User | None = None) -> Submission:
-    """A submission; everyone may see scored ones, only the owner and staff the others."""
-    with runtime.sessions() as session:
-        sub = session.get(Submission, submission_id)
-        if sub is None or sub.status == Status.DELETED:
-            raise NotFoundError(f"no submission {submission_id}")
-        staff = viewer is not None and viewer.role in STAFF
-        private = sub.status in PRIVATE or sub.visibility != "public"
-        if not staff and private and (viewer is None or viewer.id != sub.user_id):
-            raise NotFoundError(f"no submission {submission_id}")
-        return sub
-
-
-def list_submissions(
-    runtime: Runtime, user: User, everyone: bool = False, limit: int = 100
-) -> list[Submission]:
-    with runtime.sessions() as session:
-        query = select(Submission).where(Submission.status != Status.DELETED)
-        if not (everyone and user.role in STAFF):
-            query = query.where(Submission.user_id == user.id)
-        return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
-
-
 def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None:
     """Delete a submission, its entries and its stored file (admin, or the owner)."""
     with transaction(runtime.sessions) as session:
@@ -486,22 +462,3 @@ def delete_submission(runtime: Runtime, actor: User, submission_id: int) -> None
         audit(session, actor, "submission.delete", f"submission:{sub.id}", model=sub.model_name)
     runtime.files.delete("submission", submission_id)
     checkpoints.discard(runtime.files, submission_id)
-
-
-def benchmark_slugs(runtime: Runtime) -> dict[int, str]:
-    """Every test set's benchmark slug, by the test set's id (what a submission names)."""
-    with runtime.sessions() as session:
-        return {int(i): str(s) for i, s in session.execute(select(TestSet.id, TestSet.slug))}
-
-
-def benchmark_of(runtime: Runtime, submission_id: int) -> str:
-    """The slug of the benchmark a submission was made to."""
-    with runtime.sessions() as session:
-        slug = session.scalar(
-            select(TestSet.slug)
-            .join(Submission, Submission.benchmark_id == TestSet.id)
-            .where(Submission.id == submission_id)
-        )
-    if slug is None:
-        raise NotFoundError(f"no submission {submission_id}")
-    return str(slug)

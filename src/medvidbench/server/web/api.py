@@ -22,7 +22,8 @@ from medvidbench.server.services.details import submission_view
 from medvidbench.server.services.exports import export_board
 from medvidbench.server.services.health import readiness
 from medvidbench.server.services.quota import quota
-from medvidbench.server.services.submissions import accept, list_submissions
+from medvidbench.server.services.submission_reads import list_submissions
+from medvidbench.server.services.submissions import accept
 from medvidbench.server.services.test_sets import current_benchmark
 from medvidbench.server.services.visibility import set_visibility
 from medvidbench.server.store.models import User

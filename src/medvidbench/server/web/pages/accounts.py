@@ -13,7 +13,7 @@ from medvidbench.core.errors import (
     PermissionDeniedError,
 )
 from medvidbench.server.services import accounts, teams
-from medvidbench.server.services.submissions import benchmark_slugs, list_submissions
+from medvidbench.server.services.submission_reads import benchmark_slugs, list_submissions
 from medvidbench.server.store.models import User
 from medvidbench.server.web import token_reveal
 from medvidbench.server.web.deps import (

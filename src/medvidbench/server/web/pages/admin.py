@@ -15,10 +15,8 @@ from medvidbench.core.errors import (
     UsageError,
 )
 from medvidbench.server.services import accounts, administration, audit, boards, entries
-from medvidbench.server.services.submissions import (
-    benchmark_of,
-    delete_submission,
-)
+from medvidbench.server.services.submission_reads import benchmark_of
+from medvidbench.server.services.submissions import delete_submission
 from medvidbench.server.services.visibility import set_hidden
 from medvidbench.server.store.models import User
 from medvidbench.server.web.deps import (
