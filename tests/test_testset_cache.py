@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import types
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +41,12 @@ class Counting:
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private cache folder; files written a moment ago get copies (the racy-time rule has
+    a test of its own)."""
     folder = tmp_path / "cache"
     monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(folder))
     monkeypatch.delenv(testset_cache.SWITCH, raising=False)
+    monkeypatch.setattr(testset_cache, "RACY_NS", 0)
     return folder / "testsets"
 
 
@@ -182,3 +188,95 @@ def test_evaluate_twice_scores_the_same_and_keeps_one_copy(
         reports.append((report["metrics"], report["per_task"], report["ground_truth"]))
     assert reports[0] == reports[1]
     assert len(list(cache.iterdir())) == 1
+
+
+def test_a_file_just_changed_gets_no_copy(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a file system with coarse times, a rewrite within the same tick keeps every stamp:
+    a file changed less than RACY_NS ago is read, never kept."""
+    monkeypatch.setattr(testset_cache, "RACY_NS", 3_600 * 10**9)
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    testset_cache.load(bench, gt, 10**9)
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 2 and not list(cache.iterdir())
+
+
+def test_the_name_the_file_is_read_under_is_part_of_the_copy(cache: Path, tmp_path: Path) -> None:
+    """The reader reads a ``.jsonl`` name as JSON Lines: one record file read through a link
+    named ``.json`` is refused, as without the cache, after a copy was made under ``.jsonl``."""
+    lines = tmp_path / "one.jsonl"
+    lines.write_text(json.dumps(gt_record()) + "\n")
+    other = tmp_path / "one.json"
+    other.symlink_to(lines.name)
+    bench = Counting()
+    assert len(testset_cache.load(bench, lines, 10**9)) == 1
+    with pytest.raises(InvalidGroundTruthError) as fresh:
+        bench.bench.load_ground_truth(other)
+    with pytest.raises(InvalidGroundTruthError) as cached:
+        testset_cache.load(bench, other, 10**9)
+    assert str(cached.value) == str(fresh.value)
+    assert len(testset_cache.load(bench, lines, 10**9)) == 1 and bench.reads == 2
+
+
+def test_code_that_cannot_be_listed_gets_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader in a zipped package cannot be stamped (no copy); a namespace package is
+    stamped over every folder, a plug-in of one module by its file."""
+    archive = tmp_path / "zplug.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zplug/__init__.py", "")
+    zipped = types.ModuleType("zplug")
+    zipped.__path__ = [str(archive / "zplug")]
+    spread = types.ModuleType("spread")
+    one, two = tmp_path / "a" / "spread", tmp_path / "b" / "spread"
+    for folder in (one, two):
+        folder.mkdir(parents=True)
+        (folder / "reader.py").write_text("x = 1\n")
+    spread.__path__ = [str(one), str(two)]
+    single = types.ModuleType("single")
+    single.__file__ = str(tmp_path / "single.py")
+    Path(single.__file__).write_text("y = 1\n")
+    for module in (zipped, spread, single):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert testset_cache._stamp_code("zplug") is None
+    before = testset_cache._stamp_code("spread")
+    (two / "reader.py").write_text("x = 22\n")
+    assert before is not None and testset_cache._stamp_code("spread") not in (None, before)
+    stamped = testset_cache._stamp_code("single")
+    Path(single.__file__).write_text("y = 22\n")
+    assert stamped is not None and testset_cache._stamp_code("single") not in (None, stamped)
+
+
+def test_a_folder_others_can_write_and_a_planted_link_are_not_used(
+    cache: Path, tmp_path: Path
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    testset_cache.load(bench, gt, 10**9)
+    (entry,) = cache.iterdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    entry.unlink()
+    entry.symlink_to(victim)  # a link planted where the copy goes
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 2 and victim.read_text() == "precious"
+    assert not entry.is_symlink()  # replaced by a copy of its own
+    cache.chmod(0o777)  # writable by anyone: a copy there could be anyone's
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 3
+    cache.chmod(0o700)
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 3
+
+
+def test_only_the_copies_written_last_are_kept(cache: Path, tmp_path: Path) -> None:
+    bench = Counting()
+    for n in range(testset_cache.KEEP + 3):
+        testset_cache.load(bench, _write(tmp_path / f"gt{n}.json", small_records()), 10**9)
+    assert len(list(cache.glob("*.msgpack"))) == testset_cache.KEEP
+    last = tmp_path / f"gt{testset_cache.KEEP + 2}.json"
+    testset_cache.load(bench, last, 10**9)
+    assert bench.reads == testset_cache.KEEP + 3  # the newest one is still kept

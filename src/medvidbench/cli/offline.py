@@ -111,9 +111,8 @@ def validate(
         gt = bench.load_questions(questions)
     elif ground_truth is not None:
         from medvidbench.core import testset_cache
-        from medvidbench.core.formats import DEFAULT_MAX_BYTES
 
-        gt = testset_cache.load(bench, ground_truth, DEFAULT_MAX_BYTES)
+        gt = testset_cache.load(bench, ground_truth)
     report = _validate(bench, predictions, gt).report
     if strict:
         report.refuse_order_only()

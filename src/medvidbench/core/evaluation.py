@@ -29,18 +29,21 @@ from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
 from medvidbench.core.errors import InvalidSubmissionError, UsageError
 from medvidbench.core.judging import (
+    UNREADABLE,
     Judged,
     JudgeJob,
     finish_judging,
     judge_in_background,
     judge_plan,
     start_judging,
+    withhold_if_failed,
 )
 from medvidbench.core.report import Report, metrics_of, per_dataset_of, per_group_of
 from medvidbench.core.scoring import Context, JudgedScorer, TaskResult, TaskScorer, TestSet
 from medvidbench.core.submission import MatchedSubmission
 
 __all__ = [
+    "UNREADABLE",
     "JudgeJob",
     "Judged",
     "Options",
@@ -55,6 +58,7 @@ __all__ = [
     "plan",
     "score",
     "start_judging",
+    "withhold_if_failed",
 ]
 
 if TYPE_CHECKING:  # the judge client (openai, asyncio) is imported only by a run that judges

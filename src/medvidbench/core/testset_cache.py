@@ -6,22 +6,29 @@ A researcher scores many prediction files against one test set, and reading MedV
 ``medvidbench evaluate``. The first run stores the loaded test set (msgpack through msgspec:
 plain data, never code); a later run reads it back when all of these are as they were:
 
-* the file: its resolved path, device, inode, size, and modification and change times (any write
-  moves the change time, which no user can set back);
-* the code: the size and modification time of every ``.py`` file of this package and of the
-  package that defines the benchmark's loader, so an upgrade or an edit rebuilds the copy;
+* the file: the path as given and as resolved (a reader may read a name: ``.jsonl``), its
+  device, inode, size, and modification and change times (any write moves the change time,
+  which no user can set back), and the size limit it was read under;
+* the code: this package's version, and the size and modification time of every ``.py`` file
+  of this package and of the package that defines the benchmark's reader (every folder of a
+  namespace package; a plug-in that is one module, its file), so an upgrade or an edit
+  rebuilds the copy; a reader whose files cannot all be listed (a zipped plug-in) gets no copy;
 * the benchmark's slug and version, and :data:`FORMAT`.
 
-The copy carries the sha256 of its contents, checked on every read. A copy that is missing,
-stale, corrupt or does not decode is rebuilt; a folder that cannot be written is not used. A
-copy is stored only when it decodes back equal to the loaded test set, and only when the file
-did not change while it was read.
+The copy carries the sha256 of its contents, checked on every read; a copy that is missing,
+stale, corrupt or does not decode is rebuilt. A copy is stored only when it decodes back equal
+to the loaded test set, when the file did not change while it was read, and when the file's
+last change is more than :data:`RACY_NS` old (on a file system with coarse times, a rewrite
+within the same tick would keep every stamp). The folder must be this user's alone (owned by
+them, writable by no one else; otherwise no copy is read or written: another user could plant
+one), copies are written under a fresh temporary name and moved into place, and only the
+:data:`KEEP` most recently written are kept.
 
 Only the command line's ``validate`` and ``evaluate`` use it, on a benchmark whose test-set
-reader declares its class (:attr:`~medvidbench.core.benchmark.TestSetFunctions.kept_as`): the
+reader declares its class (:attr:`~medvidbench.core.testsets.TestSetFunctions.kept_as`): the
 server never copies a hidden test set out of its data folder. ``MEDVIDBENCH_TESTSET_CACHE=0``
-turns it off. The copies live in ``testsets/`` of the cache folder
-(:func:`medvidbench.core.paths.cache_dir`), one per test-set file; deleting it loses nothing.
+turns it off. The copies live in ``testsets/`` inside the folder
+:func:`medvidbench.core.paths.cache_dir` names; deleting it loses nothing.
 """
 
 from __future__ import annotations
@@ -31,17 +38,23 @@ import hashlib
 import os
 import stat
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from medvidbench.core.paths import cache_dir
+from medvidbench.version import __version__
 
-FORMAT = 1
+FORMAT = 2
 SWITCH = "MEDVIDBENCH_TESTSET_CACHE"
+KEEP = 8  # copies kept: the least recently written beyond these are removed
+RACY_NS = 2_000_000_000  # a file changed this recently (ns) gets no copy
+_HALF_WRITTEN_NS = 3600 * 1_000_000_000  # a temporary file this old was left by a killed run
 
-_code_stamp: dict[str, str] = {}
+_code_stamp: dict[str, str | None] = {}
 
 
 class _Copy(msgspec.Struct, array_like=True):
@@ -50,30 +63,39 @@ class _Copy(msgspec.Struct, array_like=True):
     payload: bytes
 
 
-def load(bench: Any, path: Path, max_bytes: int) -> Any:
-    """``bench``'s test set read from the file ``path``, from the kept copy when it is current.
+def load(bench: Any, path: Path, max_bytes: int | None = None) -> Any:
+    """``bench``'s test set read from the file ``path`` (under ``max_bytes``, else its reader's
+    own limit), from the kept copy when it is current.
 
     Raises whatever the benchmark's reader raises (the reader reads the file whenever no
     current copy exists, so every problem with the file is reported as without the cache).
     """
     kept_as = getattr(bench.testset, "kept_as", None)
     before = _stat(path)
-    if kept_as is None or os.environ.get(SWITCH, "1") == "0" or before is None:
-        return bench.load_ground_truth(path, max_bytes)
-    if not stat.S_ISREG(before.st_mode) or before.st_size > max_bytes:
+    if (
+        kept_as is None
+        or os.environ.get(SWITCH, "1") == "0"
+        or before is None
+        or not stat.S_ISREG(before.st_mode)
+        or (max_bytes is not None and before.st_size > max_bytes)
+    ):
         return bench.load_ground_truth(path, max_bytes)  # the reader says what is wrong
+    key = _key(bench, path, before, max_bytes)
+    folder = _folder() if key is not None else None
+    if key is None or folder is None:
+        return bench.load_ground_truth(path, max_bytes)
     kind = kept_as()
-    resolved = path.resolve()
-    key = _key(bench, resolved, before)
-    entry = _entry(bench, resolved)
+    name = f"{bench.slug}\0{path}\0{path.resolve()}"
+    entry = folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.msgpack"
     kept = _read(entry, key, kind)
     if kept is not None:
         return kept
     test_set = bench.load_ground_truth(path, max_bytes)
     after = _stat(path)
-    if after is not None and _file_stamp(after) == _file_stamp(before):
+    if after is not None and _file_stamp(after) == _file_stamp(before) and not _racy(after):
         with contextlib.suppress(OSError, msgspec.MsgspecError, TypeError, ValueError):
             _write(entry, key, test_set, kind)
+            _prune(folder)
     return test_set
 
 
@@ -88,27 +110,60 @@ def _file_stamp(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _entry(bench: Any, resolved: Path) -> Path:
-    """One copy per benchmark and file: a file that changes replaces its own copy."""
-    name = hashlib.sha256(f"{bench.slug}\0{resolved}".encode()).hexdigest()[:32]
-    return cache_dir() / "testsets" / f"{name}.msgpack"
+def _racy(st: os.stat_result) -> bool:
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
 
 
-def _key(bench: Any, resolved: Path, st: os.stat_result) -> str:
-    parts = [FORMAT, bench.slug, bench.version, str(resolved), *_file_stamp(st)]
+def _own(st: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _folder() -> Path | None:
+    """The copies' folder (made private when missing), or None when it or the cache folder
+    holding it is not this user's alone."""
+    folder = cache_dir() / "testsets"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        holder, own = os.lstat(folder.parent), os.lstat(folder)
+    except OSError:
+        return None
+    if not (stat.S_ISDIR(own.st_mode) and _own(own) and _own(holder)):
+        return None
+    return folder
+
+
+def _key(bench: Any, path: Path, st: os.stat_result, max_bytes: int | None) -> str | None:
+    """What the copy must have been made from, or None when the reader's code cannot be
+    stamped (no copy then)."""
     loader = getattr(bench.testset, "load", None)
     packages = {"medvidbench", getattr(loader, "__module__", "medvidbench").partition(".")[0]}
-    parts += [_code(package) for package in sorted(packages)]
+    code = [_code(package) for package in sorted(packages)]
+    if None in code:
+        return None
+    parts = [FORMAT, __version__, bench.slug, bench.version, max_bytes, str(path)]
+    parts += [str(path.resolve()), *_file_stamp(st), *code]
     return msgspec.json.encode(parts).decode()
 
 
-def _code(package: str) -> str:
-    """A digest of the size and modification time of every ``.py`` file of ``package``."""
+def _code(package: str) -> str | None:
+    """A digest of the size and modification time of every ``.py`` file of ``package`` (once
+    per process), or None when they cannot all be listed."""
     if package not in _code_stamp:
-        module = sys.modules.get(package)
-        root = Path(module.__file__).parent if module and module.__file__ else None
-        stamps: list[tuple[str, int, int]] = []
-        folders = [root] if root else []
+        _code_stamp[package] = _stamp_code(package)
+    return _code_stamp[package]
+
+
+def _stamp_code(package: str) -> str | None:
+    module = sys.modules.get(package)
+    if module is None:
+        return None
+    stamps: list[tuple[str, int, int]] = []
+    try:
+        folders = [Path(p) for p in getattr(module, "__path__", None) or []]
+        if not folders and getattr(module, "__file__", None):  # a plug-in of one module
+            st = os.stat(str(module.__file__))
+            stamps.append((str(module.__file__), st.st_size, st.st_mtime_ns))
         while folders:
             with os.scandir(folders.pop()) as found:
                 for e in found:
@@ -117,14 +172,24 @@ def _code(package: str) -> str:
                     elif e.name.endswith(".py"):
                         st = e.stat()
                         stamps.append((e.path, st.st_size, st.st_mtime_ns))
-        digest = hashlib.sha256(msgspec.json.encode(sorted(stamps)))
-        _code_stamp[package] = f"{package}:{digest.hexdigest()}"
-    return _code_stamp[package]
+    except OSError:  # a zipped package, an unreadable folder, a broken link
+        return None
+    if not stamps:
+        return None
+    return f"{package}:{hashlib.sha256(msgspec.json.encode(sorted(stamps))).hexdigest()}"
 
 
 def _read(entry: Path, key: str, kind: type[Any]) -> Any:
     try:
-        copy = msgspec.msgpack.decode(entry.read_bytes(), type=_Copy)
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not (stat.S_ISREG(st.st_mode) and _own(st)):
+                return None
+            copy = msgspec.msgpack.decode(fh.read(), type=_Copy)
         if copy.key != key or hashlib.sha256(copy.payload).hexdigest() != copy.sha256:
             return None
         return msgspec.msgpack.decode(copy.payload, type=kind)
@@ -137,12 +202,26 @@ def _write(entry: Path, key: str, test_set: Any, kind: type[Any]) -> None:
     if msgspec.msgpack.decode(payload, type=kind) != test_set:
         return  # the class does not round-trip (state kept outside its fields): keep nothing
     body = msgspec.msgpack.encode(_Copy(key, hashlib.sha256(payload).hexdigest(), payload))
-    entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    # a fresh name, created exclusively (mode 0600): nothing planted at it can be written through
+    fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name + ".", suffix=".tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)
         os.replace(tmp, entry)
     finally:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the :data:`KEEP` copies written last; remove temporary files a killed run left."""
+    copies, now = [], time.time_ns()
+    for e in os.scandir(folder):
+        with contextlib.suppress(OSError):
+            written = e.stat(follow_symlinks=False).st_mtime_ns
+            if e.name.endswith(".msgpack"):
+                copies.append((written, e.path))
+            elif e.name.endswith(".tmp") and now - written > _HALF_WRITTEN_NS:
+                os.unlink(e.path)
+    for _, old in sorted(copies, reverse=True)[KEEP:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old)

@@ -1,4 +1,5 @@
-"""Submissions: accept a prediction file, check it at once, queue it; list, show, delete.
+"""Submissions: accept a prediction file, check it at once, queue it; delete one (showing and
+listing them: :mod:`.submission_reads`).
 
 Lifecycle: ``queued -> scoring -> scored -> judging -> complete``, or ``rejected`` (the file is
 invalid: nothing is stored but the reason) or ``failed`` (our fault, after retries; the reason is
