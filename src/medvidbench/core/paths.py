@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+_fallback: Path | None = None
+
 
 def cache_dir() -> Path:
+    """``MEDVIDBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/medvidbench/models``, else
+    ``~/.cache/medvidbench/models``; without a home directory, a folder of the user's own in
+    the temporary folder (:func:`_private_temporary`)."""
     explicit = os.environ.get("MEDVIDBENCH_CACHE_DIR")
     if explicit:
         return Path(explicit)
@@ -16,5 +22,24 @@ def cache_dir() -> Path:
         try:
             base = str(Path.home() / ".cache")
         except (RuntimeError, KeyError):  # no home directory (some service accounts)
-            base = str(Path(tempfile.gettempdir()) / f"medvidbench-{os.getuid()}")
+            base = str(_private_temporary())
     return Path(base) / "medvidbench" / "models"
+
+
+def _private_temporary() -> Path:
+    """``medvidbench-<uid>`` in the temporary folder when it is this user's alone (made so when
+    missing); when someone else made it first, or it is a link or open to others, a fresh
+    private folder for this process instead: anyone may create names in /tmp, and a cache
+    another user can write could hand this one planted label vectors or test-set copies."""
+    global _fallback
+    shared = Path(tempfile.gettempdir()) / f"medvidbench-{os.getuid()}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(shared)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return shared
+    except OSError:
+        pass
+    if _fallback is None:
+        _fallback = Path(tempfile.mkdtemp(prefix="medvidbench-"))
+    return _fallback
