@@ -13,8 +13,9 @@ garbage; import and --help under 150 ms.
 
 The first round runs with an empty cache folder (``MEDVIDBENCH_CACHE_DIR`` in a temporary
 folder: no model cache, no kept copy of the test set), as on a new machine, and is reported
-apart; the medians are of the later rounds, which read the test set from the copy the first
-one kept, as a researcher's next run against the same file does. The first archetype is also
+apart; the medians are of the later rounds, which read the test set from the copy an earlier
+round kept, as a researcher's next run against the same file does (a file changed less than
+2 s before gets no copy, so the first round, and at most the second, read the file). The first archetype is also
 timed reading the test-set file every time (``MEDVIDBENCH_TESTSET_CACHE=0``), in the same
 rounds. The
 commands may write Python's bytecode files (``PYTHONDONTWRITEBYTECODE`` is removed from their
