@@ -161,11 +161,11 @@ def test_no_copy_when_switched_off_or_the_folder_cannot_be_made(
 def test_a_benchmark_that_does_not_declare_its_class_is_read_every_time(
     cache: Path, tmp_path: Path, synthetic: dict[str, Path]
 ) -> None:
-    bench = Counting("medsg")
+    bench = Counting("mcqa-demo")
     assert getattr(bench.testset, "kept_as", None) is None
     example = bench.bench.demo
     assert example is not None
-    files = example.synthesise(tmp_path / "medsg", 50, 1)
+    files = example.synthesise(tmp_path / "mcqa", 50, 1)
     testset_cache.load(bench, files["ground_truth"], 10**9)
     testset_cache.load(bench, files["ground_truth"], 10**9)
     assert bench.reads == 2 and not cache.exists()
@@ -280,3 +280,20 @@ def test_only_the_copies_written_last_are_kept(cache: Path, tmp_path: Path) -> N
     last = tmp_path / f"gt{testset_cache.KEEP + 2}.json"
     testset_cache.load(bench, last, 10**9)
     assert bench.reads == testset_cache.KEEP + 3  # the newest one is still kept
+
+
+@pytest.mark.parametrize(
+    "slug",
+    [s for s in benchmarks.discovered() if getattr(benchmarks.get(s).testset, "kept_as", None)],
+)
+def test_every_benchmark_that_declares_its_class_reads_back_what_it_read(
+    cache: Path, tmp_path: Path, slug: str
+) -> None:
+    bench = Counting(slug)
+    example = bench.bench.demo
+    assert example is not None
+    gt = example.synthesise(tmp_path / slug, 300, 3)["ground_truth"]
+    first = testset_cache.load(bench, gt, 10**9)
+    second = testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 1 and second == first == bench.bench.load_ground_truth(gt)
+    assert type(second) is getattr(bench.testset, "kept_as")()  # noqa: B009

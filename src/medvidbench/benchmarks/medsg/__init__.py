@@ -258,6 +258,12 @@ def _check_options(options: Mapping[str, Any], profile: Profile) -> str | None:
     return check_options(options, profile)
 
 
+def _kept_as() -> type[ItemSet]:
+    from medvidbench.benchmarks.medsg.testset import TestSet
+
+    return TestSet
+
+
 def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path]:
     from medvidbench.benchmarks.medsg.synth import write_synthetic
 
@@ -271,7 +277,7 @@ def _rewards() -> RewardSpec[Item]:
 
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
-TESTSET: TestSetFunctions[ItemSet] = TestSetFunctions(load=_load, match=_match)
+TESTSET: TestSetFunctions[ItemSet] = TestSetFunctions(load=_load, match=_match, kept_as=_kept_as)
 
 BENCHMARK: Benchmark[Item] = Benchmark(
     slug="medsg",
