@@ -100,10 +100,16 @@ def load(bench: Any, path: Path, max_bytes: int | None = None) -> Any:
 
 
 def _stat(path: Path) -> os.stat_result | None:
+    """The file's stat, taken from an open file: opening revalidates a network file system's
+    cached attributes (NFS's close-to-open), where a bare ``stat`` may answer from a cache."""
     try:
-        return os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
         return None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _file_stamp(st: os.stat_result) -> list[int]:
