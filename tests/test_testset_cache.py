@@ -270,6 +270,13 @@ def test_a_folder_others_can_write_and_a_planted_link_are_not_used(
     cache.chmod(0o700)
     testset_cache.load(bench, gt, 10**9)
     assert bench.reads == 3
+    (entry,) = cache.iterdir()
+    entry.chmod(0o666)  # a copy anyone could have written is not read (and is replaced)
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 4
+    cache.parent.chmod(0o770)  # a cache folder shared with one's own group holds a private one
+    testset_cache.load(bench, gt, 10**9)
+    assert bench.reads == 4
 
 
 def test_only_the_copies_written_last_are_kept(cache: Path, tmp_path: Path) -> None:

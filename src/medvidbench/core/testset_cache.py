@@ -19,10 +19,10 @@ The copy carries the sha256 of its contents, checked on every read; a copy that 
 stale, corrupt or does not decode is rebuilt. A copy is stored only when it decodes back equal
 to the loaded test set, when the file did not change while it was read, and when the file's
 last change is more than :data:`RACY_NS` old (on a file system with coarse times, a rewrite
-within the same tick would keep every stamp). The folder must be this user's alone (owned by
-them, writable by no one else; otherwise no copy is read or written: another user could plant
-one), copies are written under a fresh temporary name and moved into place, and only the
-:data:`KEEP` most recently written are kept.
+within the same tick would keep every stamp). The copies' folder and every copy must be this
+user's own and writable by no one else (otherwise no copy is read or written: another user
+could plant one); copies are written under a fresh temporary name and moved into place, and
+only the :data:`KEEP` most recently written are kept.
 
 Only the command line's ``validate`` and ``evaluate`` use it, on a benchmark whose test-set
 reader declares its class (:attr:`~medvidbench.core.testsets.TestSetFunctions.kept_as`): the
@@ -126,17 +126,16 @@ def _own(st: os.stat_result) -> bool:
 
 
 def _folder() -> Path | None:
-    """The copies' folder (made private when missing), or None when it or the cache folder
-    holding it is not this user's alone."""
+    """The copies' folder (made private when missing), or None when it is not this user's
+    alone. Each copy is checked the same way when read, so a folder someone else swapped in
+    holds nothing that is used (a cache folder shared with one's own group may hold it)."""
     folder = cache_dir() / "testsets"
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        holder, own = os.lstat(folder.parent), os.lstat(folder)
+        own = os.lstat(folder)
     except OSError:
         return None
-    if not (stat.S_ISDIR(own.st_mode) and _own(own) and _own(holder)):
-        return None
-    return folder
+    return folder if stat.S_ISDIR(own.st_mode) and _own(own) else None
 
 
 def _key(bench: Any, path: Path, st: os.stat_result, max_bytes: int | None) -> str | None:
