@@ -15,11 +15,11 @@ The first round runs with an empty cache folder (``MEDVIDBENCH_CACHE_DIR`` in a 
 folder: no model cache, no kept copy of the test set), as on a new machine, and is reported
 apart; the medians are of the later rounds, which read the test set from the copy an earlier
 round kept, as a researcher's next run against the same file does (a file changed less than
-2 s before gets no copy, so the first round, and at most the second, read the file). The first archetype is also
-timed reading the test-set file every time (``MEDVIDBENCH_TESTSET_CACHE=0``), in the same
-rounds. The
-commands may write Python's bytecode files (``PYTHONDONTWRITEBYTECODE`` is removed from their
-environment), as a user's first run does.
+2 s before gets no copy, so the first round, and at most the second, read the file). The
+first archetype is also timed reading the test-set file every time
+(``MEDVIDBENCH_TESTSET_CACHE=0``), in the same rounds. The commands may write Python's
+bytecode files (``PYTHONDONTWRITEBYTECODE`` is removed from their environment), as a user's
+first run does.
 
 Usage: python bench/bench_cold.py [--rounds 7] [--samples 6245] [--archetypes strong,...]
 """
