@@ -154,6 +154,12 @@ def _modality(q: Question) -> str:
 
 # The loaders, scorers and generator, imported on first use; written out (not ``lazy``) so that
 # mypy checks each against the kernel's types.
+def _kept_as() -> type[QuestionSet]:
+    from medvidbench.benchmarks.gmai_mmbench.testset import QuestionSet
+
+    return QuestionSet
+
+
 def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> QuestionSet:
     from medvidbench.benchmarks.gmai_mmbench.testset import load_ground_truth
 
@@ -188,7 +194,7 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
 TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(
-    load=_load, match=_match, questions=_questions
+    load=_load, match=_match, questions=_questions, kept_as=_kept_as
 )
 
 BENCHMARK: Benchmark[Question] = Benchmark(

@@ -72,6 +72,12 @@ There is no training split: the test set is the whole benchmark."""
 
 # The loaders and scorers, imported on first use; written out (not ``lazy``) so that mypy checks
 # each against the kernel's types.
+def _kept_as() -> type[QuestionSet]:
+    from medvidbench.benchmarks.mcqa_demo.testset import QuestionSet
+
+    return QuestionSet
+
+
 def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> QuestionSet:
     from medvidbench.benchmarks.mcqa_demo.testset import load_ground_truth
 
@@ -99,7 +105,9 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
 
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
-TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(load=_load, match=_match)
+TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(
+    load=_load, match=_match, kept_as=_kept_as
+)
 
 BENCHMARK: Benchmark[Question] = Benchmark(
     slug="mcqa-demo",

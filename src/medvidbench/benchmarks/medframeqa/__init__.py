@@ -155,6 +155,12 @@ def video(item: Question) -> str:
 
 # The loaders, scorers and generator, imported on first use; written out (not looked up by
 # name) so that mypy checks each against the kernel's types.
+def _kept_as() -> type[QuestionSet]:
+    from medvidbench.benchmarks.medframeqa.testset import QuestionSet
+
+    return QuestionSet
+
+
 def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> QuestionSet:
     from medvidbench.benchmarks.medframeqa.testset import load_ground_truth
 
@@ -182,7 +188,9 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
 
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
-TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(load=_load, match=_match)
+TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(
+    load=_load, match=_match, kept_as=_kept_as
+)
 
 BENCHMARK: Benchmark[Question] = Benchmark(
     slug="medframeqa",

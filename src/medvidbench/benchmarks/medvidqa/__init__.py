@@ -125,6 +125,12 @@ def video_of(item: Question) -> str:
 
 # The loaders and scorers, imported on first use; written out (not ``lazy``) so that mypy checks
 # each against the kernel's types.
+def _kept_as() -> type[QuestionSet]:
+    from medvidbench.benchmarks.medvidqa.testset import QuestionSet
+
+    return QuestionSet
+
+
 def _load(source: str | Path | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> QuestionSet:
     from medvidbench.benchmarks.medvidqa.testset import load_ground_truth
 
@@ -152,7 +158,9 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
 
 
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
-TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(load=_load, match=_match)
+TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(
+    load=_load, match=_match, kept_as=_kept_as
+)
 
 BENCHMARK: Benchmark[Question] = Benchmark(
     slug="medvidqa",
