@@ -307,3 +307,11 @@ def test_every_benchmark_that_declares_its_class_reads_back_what_it_read(
     second = testset_cache.load(bench, gt, 10**9)
     assert bench.reads == 1 and second == first == bench.bench.load_ground_truth(gt)
     assert type(second) is getattr(bench.testset, "kept_as")()  # noqa: B009
+
+
+def test_a_file_whose_name_is_not_utf8_is_kept_too(cache: Path, tmp_path: Path) -> None:
+    gt = Path(os.fsdecode(os.fsencode(tmp_path) + b"/gt-\xff.json"))
+    _write(gt, small_records())
+    bench = Counting()
+    first = testset_cache.load(bench, gt, 10**9)
+    assert testset_cache.load(bench, gt, 10**9) == first and bench.reads == 1

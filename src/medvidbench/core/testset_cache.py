@@ -85,8 +85,8 @@ def load(bench: Any, path: Path, max_bytes: int | None = None) -> Any:
     if key is None or folder is None:
         return bench.load_ground_truth(path, max_bytes)
     kind = kept_as()
-    name = f"{bench.slug}\0{path}\0{path.resolve()}"
-    entry = folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.msgpack"
+    name = b"\0".join([bench.slug.encode(), os.fsencode(path), os.fsencode(path.resolve())])
+    entry = folder / f"{hashlib.sha256(name).hexdigest()[:32]}.msgpack"
     kept = _read(entry, key, kind)
     if kept is not None:
         return kept
@@ -146,8 +146,9 @@ def _key(bench: Any, path: Path, st: os.stat_result, max_bytes: int | None) -> s
     code = [_code(package) for package in sorted(packages)]
     if None in code:
         return None
-    parts = [FORMAT, __version__, bench.slug, bench.version, max_bytes, str(path)]
-    parts += [str(path.resolve()), *_file_stamp(st), *code]
+    # paths as their bytes: a file's name need not be UTF-8
+    parts = [FORMAT, __version__, bench.slug, bench.version, max_bytes, os.fsencode(path).hex()]
+    parts += [os.fsencode(path.resolve()).hex(), *_file_stamp(st), *code]
     return msgspec.json.encode(parts).decode()
 
 
@@ -168,7 +169,7 @@ def _stamp_code(package: str) -> str | None:
         folders = [Path(p) for p in getattr(module, "__path__", None) or []]
         if not folders and getattr(module, "__file__", None):  # a plug-in of one module
             st = os.stat(str(module.__file__))
-            stamps.append((str(module.__file__), st.st_size, st.st_mtime_ns))
+            stamps.append((os.fsencode(str(module.__file__)).hex(), st.st_size, st.st_mtime_ns))
         while folders:
             with os.scandir(folders.pop()) as found:
                 for e in found:
@@ -176,7 +177,7 @@ def _stamp_code(package: str) -> str | None:
                         folders.append(Path(e.path))
                     elif e.name.endswith(".py"):
                         st = e.stat()
-                        stamps.append((e.path, st.st_size, st.st_mtime_ns))
+                        stamps.append((os.fsencode(e.path).hex(), st.st_size, st.st_mtime_ns))
     except OSError:  # a zipped package, an unreadable folder, a broken link
         return None
     if not stamps:
