@@ -20,14 +20,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medvidbench.core.paths import cache_dir
+from medvidbench.core.paths import cache_dir, write_atomically
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -43,19 +41,6 @@ def sha256_file(path: Path) -> str:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
-    """Write through ``write(file)`` into a temporary file, then move it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _stamp(path: Path) -> list[int]:
@@ -76,7 +61,7 @@ def _record_verified(path: Path, sha256: str) -> None:
     seen = {k: v for k, v in _verified().items() if Path(k).exists()}
     seen[str(path.resolve())] = {"stamp": _stamp(path), "sha256": sha256}
     with contextlib.suppress(OSError):  # an unwritable cache only costs the hash next time
-        _write_atomically(
+        write_atomically(
             cache_dir() / "verified.json", lambda fh: fh.write(json.dumps(seen).encode())
         )
 
@@ -142,10 +127,10 @@ def _store(arrays: dict[str, NDArray[Any]], data: Path, index: Path) -> None:
             digest.update(raw)
             fh.write(raw)
 
-    _write_atomically(data, write)
+    write_atomically(data, write)
     sha256 = digest.hexdigest()
     meta = {"sha256": sha256, "arrays": layout}
-    _write_atomically(index, lambda fh: fh.write(json.dumps(meta).encode()))
+    write_atomically(index, lambda fh: fh.write(json.dumps(meta).encode()))
     _record_verified(data, sha256)  # hashed while written: no need to read it back
 
 
@@ -175,7 +160,7 @@ def label_vectors(
 
         body = np.ascontiguousarray(encode(labels), dtype=np.float32).tobytes()
         with contextlib.suppress(OSError):
-            _write_atomically(
+            write_atomically(
                 path, lambda fh: fh.write(body + hashlib.sha256(body).hexdigest().encode())
             )
     return _rows(body, dim)

@@ -1,11 +1,14 @@
-"""Where the package keeps its per-machine caches (prepared model weights, plug-in index)."""
+"""Where the package keeps its per-machine caches (prepared model weights, plug-in index,
+test-set copies), and how a file in them is written."""
 
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 _fallback: Path | None = None
 
@@ -43,3 +46,18 @@ def _private_temporary() -> Path:
     if _fallback is None:
         _fallback = Path(tempfile.mkdtemp(prefix="medvidbench-"))
     return _fallback
+
+
+def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """Write through ``write(file)`` into a fresh temporary file beside ``path`` (created
+    exclusively, mode 0600: nothing planted at its name is written through), then move it into
+    place; a failure leaves no temporary file and ``path`` as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -38,14 +38,13 @@ import hashlib
 import os
 import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from medvidbench.core.paths import cache_dir
+from medvidbench.core.paths import cache_dir, write_atomically
 from medvidbench.version import __version__
 
 FORMAT = 2
@@ -208,14 +207,7 @@ def _write(entry: Path, key: str, test_set: Any, kind: type[Any]) -> None:
     if msgspec.msgpack.decode(payload, type=kind) != test_set:
         return  # the class does not round-trip (state kept outside its fields): keep nothing
     body = msgspec.msgpack.encode(_Copy(key, hashlib.sha256(payload).hexdigest(), payload))
-    # a fresh name, created exclusively (mode 0600): nothing planted at it can be written through
-    fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        os.replace(tmp, entry)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    write_atomically(entry, lambda fh: fh.write(body))
 
 
 def _prune(folder: Path) -> None:
