@@ -109,3 +109,13 @@ def test_the_cycle_finder_finds_a_cycle_across_folders() -> None:
     graph.add_import(importer="pkg.c", imported="pkg")  # an ancestor: not a loop
     graph.add_import(importer="pkg", imported="pkg.c")
     assert _cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+def test_no_server_path_may_keep_a_copy_of_a_test_set() -> None:
+    """The command line's test-set copies hold a test set's answers: the contract that keeps
+    the server (and everything it imports) from reaching the module is there, whole."""
+    (kept,) = [c for c in CONTRACTS if c["name"].startswith("Only the command line keeps")]
+    assert kept["forbidden_modules"] == ["medvidbench.core.testset_cache"]
+    assert {"medvidbench.server", "medvidbench.library", "medvidbench.benchmarks"} <= set(
+        kept["source_modules"]
+    )

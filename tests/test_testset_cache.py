@@ -3,8 +3,10 @@ they were, checked on every read, never in the way of a refusal."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
+import multiprocessing as mp
 import os
 import shutil
 import sys
@@ -315,3 +317,38 @@ def test_a_file_whose_name_is_not_utf8_is_kept_too(cache: Path, tmp_path: Path) 
     bench = Counting()
     first = testset_cache.load(bench, gt, 10**9)
     assert testset_cache.load(bench, gt, 10**9) == first and bench.reads == 1
+
+
+def _load_in_a_process(path: str) -> tuple[str, int]:
+    loaded = testset_cache.load(benchmarks.get("medvidbench"), Path(path), 10**9)
+    return loaded.sha256, len(loaded)
+
+
+def test_processes_racing_on_one_file_all_get_it_and_leave_one_whole_copy(
+    cache: Path, tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    gt = tmp_path / "gt.json"
+    shutil.copy(synthetic["ground_truth"], gt)
+    with concurrent.futures.ProcessPoolExecutor(4, mp_context=mp.get_context("fork")) as pool:
+        got = set(pool.map(_load_in_a_process, [str(gt)] * 8))
+    fresh = benchmarks.get("medvidbench").load_ground_truth(gt)
+    assert got == {(fresh.sha256, len(fresh))}
+    assert [p.suffix for p in cache.iterdir()] == [".msgpack"]  # no temporary file left
+    bench = Counting()
+    assert testset_cache.load(bench, gt, 10**9) == fresh and bench.reads == 0
+
+
+def test_what_a_run_killed_halfway_leaves_is_never_read_and_is_cleared(
+    cache: Path, tmp_path: Path
+) -> None:
+    gt = _write(tmp_path / "gt.json", small_records())
+    bench = Counting()
+    truth = testset_cache.load(bench, gt, 10**9)
+    (entry,) = cache.iterdir()
+    whole = entry.read_bytes()
+    entry.write_bytes(whole[: len(whole) // 2])  # cut off mid-write
+    leftover = cache / f"{entry.name}.abc123.tmp"
+    leftover.write_bytes(whole[:100])
+    os.utime(leftover, (1, 1))  # left long ago
+    assert testset_cache.load(bench, gt, 10**9) == truth and bench.reads == 2
+    assert not leftover.exists() and entry.read_bytes() != whole[: len(whole) // 2]
