@@ -79,13 +79,16 @@ def load(bench: Any, path: Path, max_bytes: int | None = None) -> Any:
         or (max_bytes is not None and before.st_size > max_bytes)
     ):
         return bench.load_ground_truth(path, max_bytes)  # the reader says what is wrong
-    key = _key(bench, path, before, max_bytes)
+    # the name as given (a reader may read it: ".jsonl") and the file it leads to, as bytes
+    # (a file's name need not be UTF-8)
+    names = [os.fsencode(path), os.fsencode(path.resolve())]
+    key = _key(bench, names, before, max_bytes)
     folder = _folder() if key is not None else None
     if key is None or folder is None:
         return bench.load_ground_truth(path, max_bytes)
     kind = kept_as()
-    name = b"\0".join([bench.slug.encode(), os.fsencode(path), os.fsencode(path.resolve())])
-    entry = folder / f"{hashlib.sha256(name).hexdigest()[:32]}.msgpack"
+    digest = hashlib.sha256(b"\0".join([bench.slug.encode(), *names])).hexdigest()
+    entry = folder / f"{digest[:32]}.msgpack"
     kept = _read(entry, key, kind)
     if kept is not None:
         return kept
@@ -137,7 +140,7 @@ def _folder() -> Path | None:
     return folder if stat.S_ISDIR(own.st_mode) and _own(own) else None
 
 
-def _key(bench: Any, path: Path, st: os.stat_result, max_bytes: int | None) -> str | None:
+def _key(bench: Any, names: list[bytes], st: os.stat_result, max_bytes: int | None) -> str | None:
     """What the copy must have been made from, or None when the reader's code cannot be
     stamped (no copy then)."""
     loader = getattr(bench.testset, "load", None)
@@ -145,9 +148,8 @@ def _key(bench: Any, path: Path, st: os.stat_result, max_bytes: int | None) -> s
     code = [_code(package) for package in sorted(packages)]
     if None in code:
         return None
-    # paths as their bytes: a file's name need not be UTF-8
-    parts = [FORMAT, __version__, bench.slug, bench.version, max_bytes, os.fsencode(path).hex()]
-    parts += [os.fsencode(path.resolve()).hex(), *_file_stamp(st), *code]
+    parts = [FORMAT, __version__, bench.slug, bench.version, max_bytes]
+    parts += [*(name.hex() for name in names), *_file_stamp(st), *code]
     return msgspec.json.encode(parts).decode()
 
 
