@@ -362,3 +362,41 @@ def test_each_call_is_stopped_at_its_own_deadline(monkeypatch: pytest.MonkeyPatc
         took = time.perf_counter() - started
         assert budget.timeouts == 1
     assert took < 4.0, took  # its own budget is 10 ms + 4 ms; the long answer's is 9 s
+
+
+def test_a_collection_callback_running_when_the_time_is_up_cannot_swallow_the_timeout() -> None:
+    """Python code of someone else's can run inside an armed call: a garbage collection started
+    by the call's own allocations runs ``gc.callbacks`` and weakref callbacks (SQLAlchemy's,
+    in the server). An exception raised there is printed and dropped, so a handler that raised
+    at the first moment the time was up lost the timeout, with the timer off, and ``re`` went on
+    backtracking through a hostile answer for seconds. The handler raises only in the call's
+    own frames; elsewhere it waits a millisecond and tries again."""
+    import gc
+    import time
+
+    pattern, text = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000  # seconds in re
+    slept: list[float] = []
+
+    def slow_callback(phase: str, info: dict[str, Any]) -> None:
+        # once, inside the call: longer than its budget (about 12 ms)
+        if phase == "start" and not slept and budget is not None and budget.armed:
+            slept.append(time.perf_counter())
+            time.sleep(0.03)
+
+    threshold = gc.get_threshold()
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        gc.callbacks.append(slow_callback)
+        gc.set_threshold(1)  # the call's first allocation starts a collection
+        try:
+            started = time.perf_counter()
+            # each match object is an allocation: the collection starts after the first match
+            found = [m.groups() for m in pattern.finditer(text)]
+            took = time.perf_counter() - started
+        finally:
+            gc.set_threshold(*threshold)
+            gc.callbacks.remove(slow_callback)
+        assert slept, "no collection ran inside the call"
+        assert found == [("12", "34", "5.5", "6")]
+        assert budget.timeouts == 1
+    assert took < 4.0, took  # the budget, the callback's sleep and the engine's own time

@@ -14,17 +14,22 @@ The timer is used only where it cannot disturb anything else in the process: in 
 on a platform with ``signal.setitimer``, while ``SIGALRM`` is at its default action and no
 real-time timer (or ``signal.alarm``) is running. Anywhere else, and outside a ``budgeted``
 block, every text goes to the engine. The handler is installed when the block starts and the
-previous one restored when it ends.
+previous one restored when it ends. It raises only in the call's own frames: when the time is
+up while someone else's Python code runs inside the call (a garbage collection's callbacks,
+started by the call's allocations), it sets the timer again a millisecond later, since an
+exception raised in a callback is printed and dropped, never reaching the call.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from types import FrameType
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -33,6 +38,8 @@ T = TypeVar("T")
 BASE = 0.01
 PER_CHARACTER = 2e-6  # and per character: about a fifth of the engine's worst case
 TIMEOUTS_PER_BATCH = 16
+RETRY = 0.001  # seconds: the handler fired in code not the call's own (see _in_the_call)
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class _OutOfTime(BaseException):
@@ -89,17 +96,25 @@ class Budget:
             self.timeouts += 1
             return None
 
-    def _expire(self, signum: int, frame: Any) -> None:
+    def _expire(self, signum: int, frame: FrameType | None) -> None:
         self.running = False
         if not self.armed:
             return  # between calls: the timer stays off until the next call
         left = self.deadline - time.perf_counter()
         if left > 0:  # set by an earlier call: the rest of this call's budget
-            self.running = True
-            self.expiry = self.deadline
-            signal.setitimer(signal.ITIMER_REAL, left)
+            self._set(left)
+            return
+        if not _in_the_call(frame):
+            # Someone else's code runs inside the call (a collection's callbacks): an exception
+            # raised there would be printed and dropped, and the timeout lost. Try again soon.
+            self._set(RETRY)
             return
         raise _OutOfTime
+
+    def _set(self, seconds: float) -> None:
+        self.running = True
+        self.expiry = time.perf_counter() + seconds
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
     def stop(self) -> None:
         """Clear the timer (the block is over)."""
@@ -108,6 +123,21 @@ class Budget:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+def _in_the_call(frame: FrameType | None) -> bool:
+    """Whether the handler interrupts the armed call itself: ``attempt``, the ``re`` method it
+    called, or this package's helpers between them. Python code of anyone else can run inside
+    the call too (``gc.callbacks`` and weakref callbacks, when the call's allocations start a
+    collection), and an exception raised in a callback never reaches ``attempt``."""
+    while frame is not None:
+        if frame.f_code is _ATTEMPT:
+            return True
+        if os.path.dirname(frame.f_code.co_filename) != _HERE:
+            return False
+        frame = frame.f_back
+    return False
+
+
+_ATTEMPT = Budget.attempt.__code__
 _active: Budget | None = None
 
 
