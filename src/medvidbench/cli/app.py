@@ -10,6 +10,7 @@ commands there.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from functools import wraps
@@ -21,7 +22,7 @@ from rich.markup import escape
 
 from medvidbench.cli import consoles
 from medvidbench.cli.params import Group, Option
-from medvidbench.core.errors import MedVidBenchError, UsageError
+from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
 from medvidbench.version import __version__
 
 if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
@@ -47,8 +48,58 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
         except MedVidBenchError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
             raise click.exceptions.Exit(exc.exit_code) from None
+        except OSError as exc:
+            if exc.filename is None:  # not about a file (a socket, say): a real traceback
+                raise
+            # A file or folder the system refused: a path the user named that does not work (a
+            # missing folder, a folder given for a file, no permission), or a full disk.
+            code = ExitCode.USAGE if exc.errno in _PATH_ERRORS else ExitCode.FAILURE
+            where = f"{exc.filename!s}" + (f" -> {exc.filename2!s}" if exc.filename2 else "")
+            message = f"cannot use {where!r}: {exc.strerror or exc}"
+            err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+            raise click.exceptions.Exit(code) from None
 
     return wrapper
+
+
+_PATH_ERRORS = {
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.EEXIST,
+    errno.ENAMETOOLONG,
+    errno.ELOOP,
+}
+
+
+def output_file(path: Path, option: str = "--out") -> None:
+    """Refuse, before any work, an output file that cannot be written: a folder, a file in a
+    folder that does not exist, or where the user may not write (the write itself can still
+    fail, and ``friendly`` reports that too, but a long fit or import is not lost to a typo)."""
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a folder; name a file in it")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise UsageError(f"{option} {str(path)!r}: no permission to write there")
+
+
+def output_folder(path: Path, option: str) -> None:
+    """Refuse, before any work, an output folder that cannot be made or written: a file, or a
+    folder whose nearest existing parent is not a writable folder."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a file, not a folder")
+    nearest = path
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise UsageError(f"{option} {str(path)!r}: {str(nearest)!r} is not a folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {str(path)!r}: no permission to write in {str(nearest)!r}")
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from rich.markup import escape
 
-from medvidbench.cli.app import BenchmarkSlug, friendly
+from medvidbench.cli.app import BenchmarkSlug, friendly, output_file, output_folder
 from medvidbench.cli.consoles import console
 from medvidbench.cli.params import Argument, Option
 from medvidbench.core.errors import (
@@ -113,6 +113,7 @@ def import_(
     """
     from medvidbench import benchmarks
 
+    output_file(out)
     bench = benchmarks.get(benchmark)
     importer = _pick(bench, toolkit)
     data, name = _source(source)
@@ -167,8 +168,7 @@ def export_task(
         raise UsageError(
             f"benchmark {bench.slug!r} has no task for {toolkit!r} (it has tasks for: {known})"
         )
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{str(folder)!r} exists and is not a folder")
+    output_folder(folder, "FOLDER")
     files = makers[toolkit].task_files(_questions(questions), folder)
     _write_task(folder, files, force)
     err = console(stderr=True, soft_wrap=True)

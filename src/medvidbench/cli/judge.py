@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from medvidbench.cli import consoles
-from medvidbench.cli.app import BenchmarkSlug, friendly
+from medvidbench.cli.app import BenchmarkSlug, friendly, output_file
 from medvidbench.cli.params import Argument, Group, Option
 from medvidbench.core.errors import UsageError
 
@@ -86,6 +86,8 @@ def agreement(
 
     if len(judges) < 2:
         raise UsageError("give at least two --judge options (the first is the reference)")
+    if out is not None:
+        output_file(out)
     bench = benchmarks.get(benchmark)
     if bench.judging is None:
         raise UsageError(f"no LLM judge scores benchmark {bench.slug!r}")

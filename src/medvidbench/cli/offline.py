@@ -12,7 +12,15 @@ import click
 from rich.markup import escape
 
 from medvidbench.cli import consoles
-from medvidbench.cli.app import BenchmarkSlug, err, friendly, judge_for, parse_options
+from medvidbench.cli.app import (
+    BenchmarkSlug,
+    err,
+    friendly,
+    judge_for,
+    output_file,
+    output_folder,
+    parse_options,
+)
 from medvidbench.cli.params import Argument, Option
 from medvidbench.core.errors import ExitCode, UsageError
 
@@ -38,6 +46,7 @@ def synth(
     bench = benchmarks.get(benchmark)
     if bench.demo is None:
         raise UsageError(f"benchmark {bench.slug!r} has no synthetic generator")
+    output_folder(out_dir, "--out-dir")
     written = bench.demo.synthesise(out_dir, samples, seed)
     for name, path in written.items():
         print(f"{name:>13}  {path}")
@@ -212,6 +221,8 @@ def evaluate(
     bench = benchmarks.get(benchmark)
     rules = bench.profile(profile)  # an unknown profile stops here, before any file is read
     limit = max_bytes or DEFAULT_MAX_BYTES
+    if out is not None:
+        output_file(out)
     llm = judge_for(judge, judge_model, judge_cache, bench)
     gt = testset_cache.load(bench, ground_truth, limit)
     matched = _validate(bench, predictions, gt, limit)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import click
 
-from medvidbench.cli.app import BenchmarkSlug, friendly, judge_for, parse_options
+from medvidbench.cli.app import BenchmarkSlug, friendly, judge_for, output_file, parse_options
 from medvidbench.cli.consoles import console
 from medvidbench.cli.params import Argument, Group, Option
 from medvidbench.core.blas import one_blas_thread
@@ -82,6 +82,7 @@ def prepare(
     wanted = {t.strip() for t in tasks.split(",") if t.strip()} if tasks else None
     if out.suffix not in (".jsonl", ".parquet"):
         raise UsageError(f"--out must name a .jsonl or .parquet file; got {out.name!r}")
+    output_file(out)
     count = write_rows(training_rows(bench, data, style, wanted, media_dir), out)
     print(f"{count} rows written to {out}")
     if style == "verl":
@@ -136,6 +137,7 @@ def fit(
         raise UsageError("give a prediction file (with --ground-truth) or --rollouts, not both")
     if predictions is not None and ground_truth is None:
         raise UsageError("a prediction file needs --ground-truth")
+    output_file(out)
     bench = benchmarks.get(benchmark)
     llm = judge_for(judge, judge_model, judge_cache, bench)
     common: dict[str, Any] = {
