@@ -51,6 +51,26 @@ def test_tal_parse(text: str, strict: bool, expected: list[tuple[float, float]])
             {"1": [1.0, 2.0, 3.0, 4.0], "2": [5.0, 6.0, 7.0, 8.0]},
         ),
         ("[0.5, 1.5, 2.5, 3.5]", True, {"1": [0.5, 1.5, 2.5, 3.5]}),
+        # v1's [[...]] fallback keeps a box only if it is exactly four integers, as upstream's
+        # extract_boxes does (int() of every piece, any failure or another length drops it);
+        # these answers once crashed the whole evaluation (ValueError, IndexError in scoring)
+        ("[[1 2, 3, 4, 5]]", False, {}),
+        ("[[1, 2, 3]]", False, {}),
+        ("[[1, 2, 3, 4, 5]]", False, {}),
+        ("[[1, 2, 3, 4,]]", False, {}),
+        ("[[ ]]", False, {}),
+        (
+            "[[1, 2, 3]] [[5, 6, 7, 8]] [[9, 9, 9, 9]]",
+            False,
+            {"1.0": [5.0, 6.0, 7.0, 8.0], "2.0": [9.0, 9.0, 9.0, 9.0]},
+        ),
+        # an entry's numbers lose a "[" before them or a "]" after them, nothing else
+        ("1.0 seconds: [1[, 2, 3, 4]", False, {}),
+        (
+            "1.0 seconds: [1, 2, 3, 4] 2.0 seconds: [5[, 6, 7, 8]",
+            False,
+            {"1.0": [1.0, 2.0, 3.0, 4.0], "2.0": [1.0, 2.0, 3.0, 4.0]},
+        ),
     ],
 )
 def test_stg_parse(text: str, strict: bool, expected: dict[str, list[float]]) -> None:
@@ -179,6 +199,32 @@ def test_dvc_f1_stays_in_range(gt: list[Any], pred: list[Any], strict: bool) -> 
 
 
 _FORMAT_CHARACTERS = "0123456789 ,.-:/\n*–sto SECONDS seconds from 5/5 Description: ab"
+# answers assembled from the pieces boxes are written with, so that near misses are common
+_BOX_PIECES = [
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "1",
+    "23",
+    "4.5",
+    ",",
+    ", ",
+    " ",
+    "1.0 seconds: ",
+    "2 second: ",
+]
+box_answers = st.lists(st.sampled_from(_BOX_PIECES), max_size=24).map("".join)
+_STG_GT = {"1.0": [0.0, 0.0, 10.0, 10.0], "2.0": [5.0, 5.0, 20.0, 20.0]}
+
+
+@given(box_answers, st.booleans())
+@settings(max_examples=600, deadline=None)
+def test_any_stg_answer_is_read_and_scored_without_raising(text: str, strict: bool) -> None:
+    """Answers made of the characters boxes are written with: whatever the parser reads, the
+    sample's score is a number in [0, 1] (an answer never stops an evaluation)."""
+    value = stg.score(_STG_GT, stg.parse(text, list(_STG_GT), strict), strict)
+    assert 0.0 <= value <= 1.0
 
 
 @given(st.text(alphabet=_FORMAT_CHARACTERS, max_size=80))
@@ -189,3 +235,12 @@ def test_the_readable_check_is_what_the_v1_parsers_read(text: str) -> None:
     assert dvc.reads_something(text) == bool(dvc.parse(text))
     assert tal.reads_something(text) == bool(tal.parse(text))
     assert sa.reads_something(text) == (sa.parse(text)[0] is not None)
+
+
+@given(box_answers)
+@settings(max_examples=600, deadline=None)
+def test_the_stg_readable_check_is_what_the_v1_parser_reads(text: str) -> None:
+    """STG's check needs no reference: v1 reads a box from an answer at some item's keys exactly
+    when it reads one at any keys (the entries carry their own times; [[...]] boxes take the
+    item's keys in order)."""
+    assert stg.reads_something(text) == bool(stg.parse(text, ["1.0", "2.0"]))

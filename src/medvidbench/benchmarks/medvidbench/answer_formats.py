@@ -2,26 +2,24 @@
 
 Checking a file against the public questions file (no answers) cannot score it, but it can say
 which answers the board's default profile (``leaderboard-v1``) would read nothing from, so they
-score 0. The structured tasks use their own parsers; STG's parser reads boxes at the reference's
-time keys, so here a box ``[x1, y1, x2, y2]`` anywhere counts; the free-text tasks (next
-action, captions) only need some text.
+score 0. The structured tasks use their own parsers' checks (STG's: a box its parser reads at
+whatever time keys the reference has); the free-text tasks (next action, captions) only need
+some text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from medvidbench.benchmarks.medvidbench.tasks import cvs, dvc, sa, tal
+from medvidbench.benchmarks.medvidbench.tasks import cvs, dvc, sa, stg, tal
 from medvidbench.core import linear_re
-
-_BOX = linear_re.compile(r"\[\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3}\s*\]")
 
 _READERS: dict[str, Callable[[str], bool]] = {
     "cvs_assessment": lambda t: bool(cvs.parse(t)),
     "skill_assessment": sa.reads_something,
     "tal": tal.reads_something,
     "dense_captioning": dvc.reads_something,
-    "stg": lambda t: _BOX.search(t) is not None,
+    "stg": stg.reads_something,
 }
 
 FORMATS = {

@@ -43,6 +43,7 @@ _ZERO: Box = [0.0, 0.0, 0.0, 0.0]
 
 
 def _box(content: str) -> Box | None:
+    """strict-v2: four comma-separated numbers, brackets around any of them ignored."""
     parts = [p.strip().strip("[]").strip() for p in content.split(",")]
     if len(parts) != 4:
         return None
@@ -50,6 +51,26 @@ def _box(content: str) -> Box | None:
         return [float(p) for p in parts]
     except ValueError:
         return None
+
+
+def _v1_box(content: str) -> Box | None:
+    """leaderboard-v1, an entry's box: four comma-separated numbers, each with an opening
+    bracket before it or a closing one after it dropped (upstream's ``lstrip``/``rstrip``)."""
+    try:
+        box = [float(p.strip().lstrip("[").rstrip("]")) for p in content.split(",")]
+    except ValueError:
+        return None
+    return box if len(box) == 4 else None
+
+
+def _v1_list_box(content: str) -> Box | None:
+    """leaderboard-v1, a ``[[...]]`` box: exactly four comma-separated integers; anything else
+    (an empty piece, digits split by a space, three or five numbers) drops the box."""
+    try:
+        box = [int(p.strip()) for p in content.split(",")]
+    except ValueError:
+        return None
+    return [float(v) for v in box] if len(box) == 4 else None
 
 
 def parse(text: str, gt_keys: Sequence[str], strict: bool = False) -> dict[str, Box]:
@@ -69,7 +90,7 @@ def parse(text: str, gt_keys: Sequence[str], strict: bool = False) -> dict[str, 
     last: Box | None = None
     matches = _V1_ENTRY.findall(text)
     for time, content in matches:
-        box = _box(content)
+        box = _v1_box(content)
         if box is not None:
             last = box
         elif last is not None:
@@ -78,9 +99,19 @@ def parse(text: str, gt_keys: Sequence[str], strict: bool = False) -> dict[str, 
             continue
         boxes[str(float(time))] = box
     if not matches:
-        found = [[int(v) for v in m.split(",") if v.strip()] for m in _V1_LIST.findall(text)]
-        boxes = {k: [float(v) for v in b] for k, b in zip(gt_keys, found, strict=False)}
+        found = [b for m in _V1_LIST.findall(text) if (b := _v1_list_box(m)) is not None]
+        boxes = dict(zip(gt_keys, found, strict=False))
     return boxes
+
+
+def reads_something(text: str) -> bool:
+    """Whether ``leaderboard-v1`` reads a box from ``text`` at any test item's time keys: an
+    entry ``<t> seconds: [...]`` with a well-formed box, or, when there is no entry at all, a
+    ``[[...]]`` box of four integers (which the parser lays onto the item's keys in order)."""
+    matches = _V1_ENTRY.findall(text)
+    if matches:
+        return any(_v1_box(content) is not None for _, content in matches)
+    return any(_v1_list_box(m) is not None for m in _V1_LIST.findall(text))
 
 
 def _time_key(value: float) -> str:
