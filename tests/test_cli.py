@@ -133,6 +133,35 @@ def test_invalid_ground_truth_is_reported(tmp_path: Path) -> None:
     assert "missing field 'conversations'" in proc.stderr
 
 
+def test_every_problem_of_an_invalid_ground_truth_is_listed(
+    synthetic: dict[str, Path], tmp_path: Path
+) -> None:
+    """docs/formats.md: a bad test set is refused with every problem listed, each with its
+    record, not only the first and a count."""
+    records = json.loads(synthetic["ground_truth"].read_text())
+    records[7]["qa_type"] = "tall"
+    records[99]["metadata"]["fps"] = "0"
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps(records))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "medvidbench",
+            "validate",
+            str(synthetic["strong"]),
+            "--ground-truth",
+            str(gt),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(line.startswith("error unknown-qa-type record 7 ") for line in lines), lines
+    assert any(line.startswith("error bad-fps record 99 ") for line in lines), lines
+
+
 def test_the_core_imports_no_server_stack() -> None:
     code = (
         "import sys, medvidbench, medvidbench.core.evaluation, medvidbench.benchmarks.medvidbench.matching, "

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from medvidbench.cli import consoles
 from medvidbench.cli.params import Group, Option
-from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError
+from medvidbench.core.errors import ExitCode, InvalidFileError, MedVidBenchError, UsageError
 from medvidbench.version import __version__
 
 if TYPE_CHECKING:  # the server stack is imported only by the commands that use it
@@ -47,6 +47,10 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except MedVidBenchError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+            if isinstance(exc, InvalidFileError) and len(exc.problems) > 1:
+                from medvidbench.cli.terminal import print_problems
+
+                print_problems(exc.problems, err)  # every problem, each with its place
             raise click.exceptions.Exit(exc.exit_code) from None
         except OSError as exc:
             if exc.filename is None:  # not about a file (a socket, say): a real traceback

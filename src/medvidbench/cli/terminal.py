@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from medvidbench.core.benchmark import Benchmark, Metric
+    from medvidbench.core.errors import ProblemList
     from medvidbench.core.evaluation import Report
     from medvidbench.core.submission import ValidationReport
 
@@ -24,6 +25,25 @@ _VERDICT = {
     "partial": "[bold yellow]partial[/]: accepted; missing tasks are reported as missing, not 0",
     "invalid": "[bold red]invalid[/]",
 }
+
+
+def print_problems(
+    problems: ProblemList, console: Console, title: str = "error", style: str = "red"
+) -> None:
+    """Every kept problem on a line of its own (code and located message), then how many more
+    of each code were counted but not kept."""
+    for p in problems.items:
+        console.print(
+            f"[{style}]{title}[/] [dim]{p.code}[/] {escape(p.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if problems.omitted():
+        totals = ", ".join(f"{n:,} {code}" for code, n in problems.totals.items())
+        console.print(
+            f"[{style}]... {problems.omitted():,} more {title}s not shown[/] (totals: {totals})",
+            highlight=False,
+        )
 
 
 def print_validation(report: ValidationReport, console: Console) -> None:
@@ -52,23 +72,8 @@ def print_validation(report: ValidationReport, console: Console) -> None:
         table.add_row(*row)
     if report.coverage:
         console.print(table)
-    for title, problems, style in (
-        ("error", report.errors, "red"),
-        ("warning", report.warnings, "yellow"),
-    ):
-        for p in problems.items:
-            console.print(
-                f"[{style}]{title}[/] [dim]{p.code}[/] {escape(p.message)}",
-                highlight=False,
-                soft_wrap=True,
-            )
-        if problems.omitted():
-            totals = ", ".join(f"{n:,} {code}" for code, n in problems.totals.items())
-            console.print(
-                f"[{style}]... {problems.omitted():,} more {title}s not shown[/] "
-                f"(totals: {totals})",
-                highlight=False,
-            )
+    print_problems(report.errors, console)
+    print_problems(report.warnings, console, "warning", "yellow")
     for notice in report.notices:
         console.print(f"[cyan]note[/] {escape(notice)}", highlight=False, soft_wrap=True)
     console.print(f"verdict: {_VERDICT[report.verdict]}")
