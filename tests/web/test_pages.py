@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -95,6 +96,37 @@ def test_submit_through_the_form(
             files={"file": ("gt.json", fh, "application/json")},
         )
     assert refused.status_code == 422 and 'id="problems"' in refused.text
+
+
+def test_the_form_upload_is_closed_when_the_request_ends(
+    client: TestClient,
+    web_runtime: Runtime,
+    synthetic: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The spooled copy of an uploaded file (on disk past 1 MB) is closed by the submit page
+    itself, accepted or refused, not left open until the collector finds it."""
+    from starlette.datastructures import UploadFile
+
+    opened: list[UploadFile] = []
+    real_init = UploadFile.__init__
+
+    def recording(self: UploadFile, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        opened.append(self)
+
+    monkeypatch.setattr(UploadFile, "__init__", recording)
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    for name, model in ((synthetic["strong"], "Closed"), (synthetic["ground_truth"], "GT")):
+        with name.open("rb") as fh:
+            response = client.post(
+                "/b/medvidbench/submit",
+                data={"model_name": model, "csrf": token},
+                files={"file": ("p.json", fh, "application/json")},
+            )
+        assert response.status_code in (303, 422)
+    assert len(opened) == 2 and all(u.file.closed for u in opened)
 
 
 def test_hostile_names_are_escaped(client: TestClient, web_runtime: Runtime) -> None:

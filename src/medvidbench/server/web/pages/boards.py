@@ -12,6 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.errors import (
@@ -20,6 +21,7 @@ from medvidbench.core.errors import (
     NotFoundError,
     UsageError,
 )
+from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import boards, catalogue, comparisons, judge_cards
 from medvidbench.server.services.board_reads import KINDS
 from medvidbench.server.services.quota import quota
@@ -261,6 +263,14 @@ async def submit_post(request: Request, slug: str) -> Response:
     if user is None:
         return see(f"/login?next=/b/{slug}/submit")
     form = await request.form()
+    try:
+        return await _submit(request, rt, slug, user, form)
+    finally:
+        await form.close()  # the upload's spooled file closed now, not whenever it is collected
+
+
+async def _submit(request: Request, rt: Runtime, slug: str, user: User, form: FormData) -> Response:
+    """The submit form's work: the file received, submitted, and the page or redirect."""
     check_csrf(request, form)
     upload = form.get("file")
     values = {
