@@ -48,6 +48,16 @@ def test_the_published_counterexample_mean_and_consensus_disagree() -> None:
     assert found["borda"] == found["kemeny"] == ["C", "B", "A"]
 
 
+def test_a_family_no_benchmark_has_is_refused_with_the_families_there() -> None:
+    """A misspelt --family used to print empty tables and exit 0."""
+    bench = toy("toy", 2)
+    results = [Result(m, bench, {"m0": v, "m1": v}) for m, v in (("A", 0.2), ("B", 0.4))]
+    assert orders(aggregate(results, ("mean",), family="multiple-choice"))["mean"] == ["B", "A"]
+    for family in ("multiple-choise", "captioning"):
+        with pytest.raises(ValueError, match=f"no task of family '{family}'.*: multiple-choice$"):
+            aggregate(results, ("mean",), family=family)
+
+
 def test_the_worked_example_of_the_statistics_page() -> None:
     """docs/statistics.md, "When they disagree": three benchmarks of one metric each, and the
     same with benchmark 1's metric read on another scale (times 0.1)."""

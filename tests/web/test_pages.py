@@ -129,6 +129,25 @@ def test_the_form_upload_is_closed_when_the_request_ends(
     assert len(opened) == 2 and all(u.file.closed for u in opened)
 
 
+def test_a_family_no_hosted_benchmark_has_is_an_empty_consensus(
+    client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
+) -> None:
+    """Only MedVidBench is hosted here, which has no multiple-choice task: its consensus pool is
+    empty (200), not a server error, after a submission is on the board."""
+    login(client, web_runtime)
+    token = csrf(client, "/b/medvidbench/submit")
+    with synthetic["strong"].open("rb") as fh:
+        sent = client.post(
+            "/b/medvidbench/submit",
+            data={"model_name": "Pooled", "csrf": token},
+            files={"file": ("p.json", fh, "application/json")},
+        )
+    assert sent.status_code == 303
+    assert client.get("/api/v1/consensus").json()  # the whole board has rows
+    assert client.get("/api/v1/consensus?family=multiple-choice").json() == []
+    assert client.get("/consensus?family=multiple-choice").status_code == 200
+
+
 def test_hostile_names_are_escaped(client: TestClient, web_runtime: Runtime) -> None:
     add_reported(
         web_runtime,

@@ -280,7 +280,8 @@ def aggregate(
     (``family``: only the tasks of that capability family).
 
     Raises:
-        ValueError: an unknown method, or a model evaluated twice on one benchmark.
+        ValueError: an unknown method, a family none of the benchmarks has a task of, or a
+            model evaluated twice on one benchmark.
     """
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -293,6 +294,12 @@ def aggregate(
         if twice:
             raise ValueError(f"{', '.join(twice)} evaluated twice on {slug}: keep one evaluation")
     benches = {slug: rs[0].benchmark for slug, rs in by_bench.items()}
+    present = sorted({t.family for b in benches.values() for t in b.tasks if t.family})
+    if family is not None and family not in present:
+        raise ValueError(
+            f"no task of family {family!r} in these reports' benchmarks; "
+            f"their families: {', '.join(present) or 'none'}"
+        )
     models = sorted({r.model for r in results})
     # on how many benchmarks each model was measured: a value of one of the ranked metrics
     # taken into account (of ``family``'s tasks, when given), not merely an evaluation there

@@ -85,7 +85,9 @@ def _compute(runtime: Runtime, hosted: list[tuple[str, int]], family: str | None
             replicates = Bootstrap.replicates_of(statistics) if statistics else None
             evidence = decode(blob, items) if blob is not None and items is not None else None
             results.append(Result(name, read.definition, ev.metrics, replicates, evidence))
-    found = aggregate(results, family=family) if results else []
+    # a family of none of the boards' benchmarks: nothing to rank (aggregate would refuse it)
+    present = {t.family for r in results for t in r.benchmark.tasks}
+    found = aggregate(results, family=family) if results and family in present | {None} else []
     models = len({r.model for r in results})
     return Consensus(found, [s for s, _ in hosted], demo, models, family)
 
