@@ -311,3 +311,17 @@ def _write_shards(world: dict[str, Any], folder: Path, n: int) -> list[Path]:
         files.append(folder / f"results_gpu{g}.json")
         files[-1].write_text(json.dumps(shard))
     return files
+
+
+def test_a_file_in_test_order_with_one_refused_record_gets_no_order_only_warning(
+    world: dict[str, Any],
+) -> None:
+    """One unknown qa_type in a file otherwise in the test file's order: the record's error and
+    the task it leaves incomplete are reported, and no warning claims the file is in neither
+    the test file's order nor a pipeline's (its order was not looked for: it is invalid)."""
+    answers = [dict(a) for a in world["answers"]]
+    assert validate_submission(_encode(answers), world["gt"]).report.order_only == {}
+    answers[5]["qa_type"] = "tall"
+    report = validate_submission(_encode(answers), world["gt"]).report
+    assert report.verdict == "invalid" and report.errors.totals["unknown-qa-type"] == 1
+    assert _order_only(report) == [] and report.order_only == {}

@@ -104,10 +104,14 @@ class _Matcher:
         self.taken: dict[int, int] = {}  # sample index -> record number that claimed it
         self.order_only: dict[str, int] = {}  # task -> predictions matched by order alone
         self.order_only_types: dict[str, list[str]] = {}
+        # Records already refused (an unknown qa_type, say) leave the rest out of step with the
+        # test file, so its order and the pipelines' are not looked for: the file is invalid,
+        # and no order-only warning says that it is in neither order.
+        self.order_checked = not report.errors
 
     def run(self, files: list[list[Entry]]) -> None:
         entries = [e for f in files for e in f]
-        if not self.report.errors and all(e.index is None for e in entries):
+        if self.order_checked and all(e.index is None for e in entries):
             order = self._layout(files)
             if order is not None:
                 for e, target in zip(entries, order, strict=True):
@@ -296,6 +300,8 @@ class _Matcher:
             report.errors.add(Problem("nothing-matched", "no record matches a test sample"))
         if report.records == 0 and not report.errors:
             report.errors.add(Problem("no-records", "the submission contains no records"))
+        if not self.order_checked:
+            return
         report.order_only = {t: self.order_only[t] for t in counts if t in self.order_only}
         for task, n in report.order_only.items():
             report.warnings.add(
