@@ -244,3 +244,27 @@ def test_import_medvidbench_is_light() -> None:
     from medvidbench import Report, evaluate  # still the library entry points, on first use
 
     assert callable(evaluate) and Report.__name__ == "Report"
+
+
+def test_the_validation_summary_is_one_line_in_a_pipe(
+    synthetic: dict[str, Path], tmp_path: Path
+) -> None:
+    """Rich lays out at 80 columns when the output is no terminal: the summary line (file name,
+    size, records, matched) stays whole for grep; a file with no records names no layout."""
+    named = tmp_path / ("predictions_with_a_long_descriptive_name_" + "x" * 40 + ".json")
+    named.write_bytes(synthetic["strong"].read_bytes())
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    first = []
+    for path in (named, empty):
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "medvidbench", "validate", str(path)),
+                *("--ground-truth", str(synthetic["ground_truth"])),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        first.append(proc.stdout.splitlines()[0])
+    assert first[0].startswith(str(named)) and first[0].endswith("records (list), 600 matched")
+    assert first[1] == f"{empty}  1 bytes, 0 records, 0 matched"

@@ -48,10 +48,12 @@ def print_problems(
 
 def print_validation(report: ValidationReport, console: Console) -> None:
     """Print a validation report: per-task coverage, then every problem with its location."""
+    layout = f" ({report.layout})" if report.records else ""  # nothing read: no layout either
     console.print(
         f"[bold]{escape(report.source or 'submission')}[/]  {report.size:,} bytes, "
-        f"{report.records:,} records ({report.layout}), {report.matched:,} matched",
+        f"{report.records:,} records{layout}, {report.matched:,} matched",
         highlight=False,
+        soft_wrap=True,  # one line for grep, in a pipe too (Rich's width there is 80)
     )
     table = Table(title="Coverage per task", title_justify="left")
     table.add_column("task")
