@@ -148,6 +148,36 @@ def test_a_family_no_hosted_benchmark_has_is_an_empty_consensus(
     assert client.get("/consensus?family=multiple-choice").status_code == 200
 
 
+def test_a_family_a_hosted_plugin_names_can_be_pooled(client: TestClient) -> None:
+    """adding-a-benchmark.md: a task's family is a shared one or a new one. A new family is one
+    to pool by once a hosted benchmark names it, and unknown while none does."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from medvidbench import benchmarks
+    from medvidbench.core.errors import UsageError
+    from medvidbench.server.web.pages.consensus import checked_family, families
+
+    demo = benchmarks.get("mcqa-demo")
+    counting = dataclasses.replace(
+        demo,
+        slug="toolcount",
+        tasks=tuple(dataclasses.replace(t, family="counting") for t in demo.tasks),
+    )
+    medvidbench = benchmarks.get("medvidbench")
+    hosted = {"medvidbench": medvidbench, "toolcount": counting}
+    rt: Any = SimpleNamespace(hosted=list(hosted), definition=hosted.__getitem__)
+    assert families(rt)["counting"] == "named by toolcount"
+    assert checked_family(rt, "counting") == "counting"
+    assert checked_family(rt, "captioning") == "captioning"
+    with pytest.raises(UsageError, match=r"unknown family 'telepathy'; there are: .*counting"):
+        checked_family(rt, "telepathy")
+    alone: Any = SimpleNamespace(hosted=["medvidbench"], definition=hosted.__getitem__)
+    with pytest.raises(UsageError, match="unknown family 'counting'"):
+        checked_family(alone, "counting")
+    assert client.get("/api/v1/consensus?family=counting").status_code == 400  # none names it
+
+
 def test_hostile_names_are_escaped(client: TestClient, web_runtime: Runtime) -> None:
     add_reported(
         web_runtime,

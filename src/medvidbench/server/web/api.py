@@ -96,7 +96,7 @@ def consensus_rows(rt: Rt, family: str = "") -> list[dict[str, Any]]:
     from medvidbench.server.services.consensus import consensus
     from medvidbench.server.web.pages.consensus import checked_family, rows
 
-    return rows(consensus(rt, checked_family(family)))
+    return rows(consensus(rt, checked_family(rt, family)))
 
 
 @router.get("/benchmarks", response_model=list[schemas.BenchmarkSummary])

@@ -11,13 +11,25 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from medvidbench.core.benchmark import FAMILIES
 from medvidbench.core.errors import UsageError
+from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.consensus import Consensus, consensus
 from medvidbench.server.web.render import page
 
 router = APIRouter(include_in_schema=False)
 
 
-def checked_family(family: str) -> str | None:
+def families(rt: Runtime) -> dict[str, str]:
+    """The capability families one can pool by, with what each measures: the shared ones, then
+    any new one a hosted benchmark's tasks name (a plug-in may bring its own)."""
+    known = dict(FAMILIES)
+    for slug in rt.hosted:
+        for task in rt.definition(slug).tasks:
+            if task.family and task.family not in known:
+                known[task.family] = f"named by {slug}"
+    return known
+
+
+def checked_family(rt: Runtime, family: str) -> str | None:
     """The capability family asked for (None: every task).
 
     Raises:
@@ -25,8 +37,9 @@ def checked_family(family: str) -> str | None:
     """
     if not family:
         return None
-    if family not in FAMILIES:
-        raise UsageError(f"unknown family {family!r}; there are: {', '.join(FAMILIES)}")
+    known = families(rt)
+    if family not in known:
+        raise UsageError(f"unknown family {family!r}; there are: {', '.join(known)}")
     return family
 
 
@@ -68,13 +81,16 @@ def as_csv(found: Consensus) -> str:
 def consensus_page(request: Request, family: str = "") -> Response:
     """Which model is best across the hosted benchmarks: four aggregations side by side."""
     rt = request.app.state.runtime
-    found = consensus(rt, checked_family(family))
-    return page(request, "consensus.html", slug=None, found=found, families=FAMILIES, family=family)
+    found = consensus(rt, checked_family(rt, family))
+    return page(
+        request, "consensus.html", slug=None, found=found, families=families(rt), family=family
+    )
 
 
 @router.get("/consensus.csv")
 def consensus_csv(request: Request, family: str = "") -> Response:
-    found = consensus(request.app.state.runtime, checked_family(family))
+    rt = request.app.state.runtime
+    found = consensus(rt, checked_family(rt, family))
     return PlainTextResponse(
         as_csv(found),
         media_type="text/csv; charset=utf-8",
