@@ -48,6 +48,21 @@ def test_the_published_counterexample_mean_and_consensus_disagree() -> None:
     assert found["borda"] == found["kemeny"] == ["C", "B", "A"]
 
 
+def test_leaving_out_a_weak_task_never_lifts_a_model() -> None:
+    """P is A's file without A's weakest task. Skipping the missing metric put P first by mean
+    and Borda; it takes that metric's worst place, as the benchmark's own board ranks a missing
+    value last, so P never passes A (and a model absent from a whole benchmark still is not
+    last: test_a_model_missing_from_a_benchmark_is_missing_not_last)."""
+    bench = toy("toy", 3)
+    scores = {"A": [0.9, 0.8, 0.1], "P": [0.9, 0.8, None], "B": [0.5, 0.5, 0.5]}
+    results = [Result(m, bench, {f"m{i}": v for i, v in enumerate(s)}) for m, s in scores.items()]
+    for agg in aggregate(results, ("mean", "borda", "kemeny"), replicates=0):
+        rank = {s.model: s.rank for s in agg.standings}
+        assert rank["A"] < rank["P"], (agg.method, rank)
+    mean = {s.model: s.score for s in aggregate(results, ("mean",), replicates=0)[0].standings}
+    assert mean["P"] == pytest.approx((0.9 + 0.8 + 0.0) / 3)  # the missing metric counts 0
+
+
 def test_a_family_no_benchmark_has_is_refused_with_the_families_there() -> None:
     """A misspelt --family used to print empty tables and exit 0."""
     bench = toy("toy", 2)

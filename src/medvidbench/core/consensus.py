@@ -2,7 +2,10 @@
 
 Entries are models, each with an evaluation on some of the benchmarks (:class:`Result`). A model
 missing from a benchmark is missing there, never last: every aggregation uses only what was
-measured. The methods (docs/statistics.md gives the formulas, assumptions and when they
+measured. A model measured on a benchmark but without one of its metrics (a task left out, a
+judgement pending or failed) takes that metric's worst place there, as the benchmark's own board
+ranks a missing value last, so that leaving out a weak task never lifts a model (the mean
+counts it as 0). The methods (docs/statistics.md gives the formulas, assumptions and when they
 disagree):
 
 - ``mean``: each benchmark's ranked metrics on 0-1 with 1 the best (``Metric.normalised``),
@@ -33,6 +36,7 @@ marginal, not simultaneous.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,21 +142,43 @@ def _table(
     values: Mapping[tuple[str, str], Mapping[str, float | None]],
     family: str | None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Per benchmark, per ranked metric, each present model's value (``values[bench, model]``
-    holds the metric values used: the point estimates or one replicate's)."""
+    """Per benchmark, per ranked metric, each model's value (``values[bench, model]`` holds the
+    metric values used: the point estimates or one replicate's).
+
+    A model measured on the benchmark (a value of one of the metrics taking part) but without a
+    value of a metric that others have there (a task its file left out, a judgement pending or
+    failed) takes that metric's worst place, as the benchmark's own board ranks a missing value
+    last (``-inf``/``+inf`` in the metric's direction): leaving out a weak task never lifts a
+    model. A model not measured on the benchmark at all is not in its table: missing there,
+    never last. Which values are missing is decided on the point estimates, so a replicate
+    whose value is undefined for a model with a point value leaves the model out of it.
+    """
     out: dict[str, dict[str, dict[str, float]]] = {}
     for slug, results in by_bench.items():
         bench = results[0].benchmark
-        out[slug] = {}
-        for metric in _ranked(bench, family):
+        table: dict[str, dict[str, float]] = {}
+        ranked = _ranked(bench, family)
+        for metric in ranked:
             present = {}
             for r in results:
                 value = values[slug, r.model].get(metric.key)
                 if value is not None and np.isfinite(value):
                     present[r.model] = float(value)
             if present:
-                out[slug][metric.key] = present
+                table[metric.key] = present
+        on_bench = {m for present in table.values() for m in present}
+        for metric in ranked:
+            present = table.get(metric.key, {})
+            worst = -math.inf if metric.higher_is_better else math.inf
+            for r in results:
+                if present and r.model in on_bench and not _finite(r.metrics.get(metric.key)):
+                    present[r.model] = worst
+        out[slug] = table
     return out
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def mean_scores(
@@ -166,7 +192,8 @@ def mean_scores(
         for key, present in metrics.items():
             metric = bench.metrics_by_key[key]
             for model, value in present.items():
-                unit = metric.normalised(value)
+                # a missing value (worst place, see _table) counts as the scale's worst, 0
+                unit = metric.normalised(value) if math.isfinite(value) else 0.0
                 if unit is not None:
                     mine.setdefault(model, []).append(unit)
         for model, got in mine.items():
