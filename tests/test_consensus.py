@@ -63,6 +63,18 @@ def test_leaving_out_a_weak_task_never_lifts_a_model() -> None:
     assert mean["P"] == pytest.approx((0.9 + 0.8 + 0.0) / 3)  # the missing metric counts 0
 
 
+def test_identical_models_share_their_rank_under_every_order_method() -> None:
+    """Two identical files: each benchmark ties them, so Kemeny's order between them is only a
+    tie-break; they share a rank (and a score), as under mean and Borda, in every replicate too."""
+    res = []
+    for bench in (toy("b1", 2), toy("b2", 2)):
+        for model, v in (("X", [0.7, 0.6]), ("Y", [0.7, 0.6]), ("Z", [0.2, 0.3])):
+            res.append(Result(model, bench, {"m0": v[0], "m1": v[1]}))
+    for agg in aggregate(res, ("mean", "borda", "kemeny"), replicates=0):
+        got = {s.model: (s.rank, s.score) for s in agg.standings}
+        assert got["X"] == got["Y"] and got["X"][0] == 1 and got["Z"][0] == 3, (agg.method, got)
+
+
 def test_a_family_no_benchmark_has_is_refused_with_the_families_there() -> None:
     """A misspelt --family used to print empty tables and exit 0."""
     bench = toy("toy", 2)

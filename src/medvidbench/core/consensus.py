@@ -243,7 +243,12 @@ def _disagreements(models: list[str], orders: Mapping[str, Mapping[str, float]])
 def kemeny(orders: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """The Kemeny order (fewest pairwise disagreements with the benchmarks' orders), as scores
     (higher first): exact by dynamic programming over subsets up to :data:`KEMENY_EXACT`
-    models, else a local search (moving one model at a time) from the Borda order."""
+    models, else a local search (moving one model at a time) from the Borda order.
+
+    Next models of the order that the benchmarks compared and split evenly (swapping them costs
+    nothing: two identical files, say) share a score, and so a rank: the order between them is
+    only a tie-break, and the rank must not claim more.
+    """
     models = sorted({m for scores in orders.values() for m in scores})
     if not models:
         return {}
@@ -253,7 +258,16 @@ def kemeny(orders: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
         order = _exact(cost, [start[m] for m in models])
     else:
         order = _local(cost, sorted(range(len(models)), key=lambda i: -start[models[i]]))
-    return {models[i]: float(len(order) - place) for place, i in enumerate(order)}
+    scores: dict[str, float] = {}
+    for place, i in enumerate(order):
+        score = float(len(order) - place)
+        if place:
+            j = order[place - 1]
+            compared = cost[j, i] + cost[i, j] > 0  # by some benchmark
+            if compared and abs(cost[j, i] - cost[i, j]) < 1e-12:
+                score = scores[models[j]]
+        scores[models[i]] = score
+    return scores
 
 
 def _exact(cost: np.ndarray, tie_break: Sequence[float]) -> list[int]:
