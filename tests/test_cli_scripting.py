@@ -193,6 +193,17 @@ def test_a_server_that_does_not_answer_means_try_again(synthetic: dict[str, Path
         assert said in result.stderr and "Traceback" not in result.output
 
 
+def test_an_empty_token_is_a_usage_error_not_a_network_one(synthetic: dict[str, Path]) -> None:
+    """``--token ""`` once reached httpx as an illegal header and was reported as a server
+    that cannot be reached (7, try again later); nothing is sent."""
+    for token in ("", "   ", "mvb_\nsecond-line"):
+        env = {"MEDVIDBENCH_SERVER": "http://127.0.0.1:9", "MEDVIDBENCH_TOKEN": "unused"}
+        args = ["submit", str(synthetic["strong"]), "--model-name", "m", "--token", token]
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "--token (or MEDVIDBENCH_TOKEN) is empty or not a token" in result.stderr
+
+
 def test_submit_json_prints_the_servers_result(
     server: ThreadingHTTPServer, synthetic: dict[str, Path]
 ) -> None:

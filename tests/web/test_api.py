@@ -103,7 +103,10 @@ def test_invalid_duplicate_and_oversized_uploads(
     web_runtime.settings.max_submission_bytes = 1000
     too_big = upload(client, token, synthetic["strong"], "Big")
     assert too_big.status_code == 413
-    assert upload(client, "mvb_wrong", synthetic["strong"], "X").status_code == 401
+    wrong = upload(client, "mvb_wrong", synthetic["strong"], "X")  # sent, and refused: said so
+    assert wrong.status_code == 401 and wrong.json()["message"] == "invalid or revoked API token"
+    unsent = client.post("/api/v1/submissions", files={"file": ("p.json", b"[]")})
+    assert unsent.status_code == 401 and unsent.json()["message"].startswith("send an API token")
     web_runtime.settings.max_submission_bytes = 1 << 30
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes(b'[{"id": "x", "qa_type": "tal", "prediction": "caf\xe9"}]')

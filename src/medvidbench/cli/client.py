@@ -98,6 +98,12 @@ def submit_file(
     result on standard output instead of the table; the messages stay on standard error)."""
     if not path.is_file():
         raise UsageError(f"{str(path)!r} is not a file")
+    token = token.strip()
+    if not token or not token.isprintable() or not token.isascii():
+        raise UsageError(
+            "--token (or MEDVIDBENCH_TOKEN) is empty or not a token: give the mvb_... value "
+            "your account page showed"
+        )
     base = server.rstrip("/")
     target = (
         f"{base}/api/v1/benchmarks/{quote(benchmark, safe='')}/submissions"

@@ -109,37 +109,40 @@ class UploadGate:
         if how is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        if await run_in_threadpool(self._authenticated, scope, how):
+        refused = await run_in_threadpool(self._refusal, scope, how)
+        if refused is None:
             await self.app(scope, receive, send)
         elif how == "token":
-            body = {
-                "error": "AuthenticationError",
-                "message": "send an API token: Authorization: Bearer <token> "
-                "(create one on your account page)",
-            }
+            body = {"error": "AuthenticationError", "message": refused}
             await answer(send, 401, json.dumps(body).encode(), b"application/json")
         else:
             back = f"/login?next={scope['path']}".encode()  # a path upload_kind matched
             await answer(send, 303, headers=[(b"location", back)])
 
-    def _authenticated(self, scope: dict[str, Any], how: str) -> bool:
+    def _refusal(self, scope: dict[str, Any], how: str) -> str | None:
+        """None for a caller who may upload, else why not (a token sent and refused is told
+        so, as every other route tells it, not asked to send one)."""
         headers = dict(scope.get("headers", []))
         try:
             if how == "token":
                 auth = headers.get(b"authorization", b"").decode("latin-1")
-                if not auth.lower().startswith("bearer "):
-                    return False
-                return caller(self.runtime, bearer=auth[7:].strip()) is not None
+                if not auth.lower().startswith("bearer ") or not auth[7:].strip():
+                    return (
+                        "send an API token: Authorization: Bearer <token> "
+                        "(create one on your account page)"
+                    )
+                found = caller(self.runtime, bearer=auth[7:].strip())
+                return None if found is not None else "invalid or revoked API token"
             secret = str(scope.get("session", {}).get("sid", ""))
-            return caller(self.runtime, web_session=secret) is not None
-        except AuthenticationError:
-            return False
+            return None if caller(self.runtime, web_session=secret) is not None else "sign in"
+        except AuthenticationError as exc:
+            return exc.message
         except Exception as exc:
             if not is_database_outage(exc):
                 raise
             # Nobody can be told apart while the database is down: the route meets the same
             # outage before it stores anything and answers 503 (HTML or JSON) with Retry-After.
-            return True
+            return None
 
 
 def route_template(path: str, route: Any) -> str:
