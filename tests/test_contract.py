@@ -104,3 +104,45 @@ def test_a_rule_left_out_of_a_profile_takes_its_default() -> None:
     assert Profile("p", "d").with_defaults([rule]).variant("extraction") == "strict-match"
     with pytest.raises(KeyError, match="no variant of rule 'rounding'"):
         Profile("p", "d").variant("rounding")
+
+
+def _broken_rewards(**changes: Any) -> Benchmark:
+    """MedSG-Bench (it offers rewards) with its reward spec changed."""
+    base = benchmarks.get("medsg")
+    assert base.rewards is not None
+    spec = base.rewards()
+    return dataclasses.replace(base, rewards=lambda: dataclasses.replace(spec, **changes))
+
+
+def _lossy(data: Any) -> Any:
+    item, extras = benchmarks.get("medsg").rewards().decode_item(data)  # type: ignore[misc]
+    return dataclasses.replace(item, answer=(0.0, 0.0, 1.0, 1.0)), extras
+
+
+def _doubled(task: str) -> Any:
+    """A raw reward of twice the IoU (capped at 1), claimed to average to the task's mIoU: true
+    on the perfect archetype (1 = 1), false on every other."""
+    key = f"{task}.miou"
+    return lambda r: min(1.0, 2 * float((r.values or {}).get(key, 0.0)))
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"decode_item": _lossy}, "the reward row codec does not give item .* back whole"),
+        ({"prompt": lambda item: {"media": {}}}, "reward prompt of item .* has no 'question'"),
+        (
+            {"prompt": lambda item: {"question": item.missing, "media": {}}},
+            "reward prompt of item .* fails: AttributeError",
+        ),
+        ("doubled", r"archetype: the mean raw reward .* is not \('concept.miou',\)"),
+    ],
+    ids=["lossy-codec", "no-question", "failing-prompt", "mean-of-on-another-archetype"],
+)
+def test_the_kit_reports_broken_rewards(changes: Any, expected: str, tmp_path: Path) -> None:
+    if changes == "doubled":
+        spec = benchmarks.get("medsg").rewards()  # type: ignore[misc]
+        reward = dataclasses.replace(spec.tasks["concept"], score=_doubled("concept"))
+        changes = {"tasks": {**spec.tasks, "concept": reward}}
+    with pytest.raises(AssertionError, match=expected):
+        assert_conforms(_broken_rewards(**changes), tmp_path)

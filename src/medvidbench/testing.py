@@ -270,27 +270,49 @@ def _rewards(definition: Benchmark, gt: Any, matched: dict[str, MatchedSubmissio
     for item in gt.samples[:50]:
         # a training row names its item, not the item's place in a test set: index may differ
         back, _ = spec.decode_item(spec.encode_item(item, {}))
-        if (back.sample_id, back.task, back.dataset) != (item.sample_id, item.task, item.dataset):
-            found.append(f"the reward row codec does not give item {item.sample_id!r} back")
+        if _fields(back) != _fields(item):
+            found.append(f"the reward row codec does not give item {item.sample_id!r} back whole")
             break
-    some = next(iter(matched.values()))
+    for item in gt.samples[:50]:
+        try:
+            prompt = spec.prompt(item)
+        except Exception as exc:  # the author's to fix: say which item and what
+            found.append(f"the reward prompt of item {item.sample_id!r} fails: {exc!r}")
+            break
+        if not isinstance(prompt, dict) or not isinstance(prompt.get("question"), str):
+            found.append(f"the reward prompt of item {item.sample_id!r} has no 'question' text")
+            break
     scorers = definition.scorers()
     for task, reward in spec.tasks.items():
         if not reward.mean_of or reward.score is None or task not in scorers:
             continue
-        items, texts = _inputs(task, gt, some)
-        if not items:
-            continue
-        ctx = Context(
-            embedder_factory=definition.embedder,
-            options={**some.options, **spec.batch_options(items, [{} for _ in items])},
-        )
-        results = scorers[task].score_all(items, texts, profile, ctx)
-        mean = sum(reward.score(r) for r in results) / len(results)
-        sums = scorers[task].compute(results, profile)
-        expected = [sums[k] for k in reward.mean_of]
-        if any(v is None for v in expected) or not _same(mean, sum(expected) / len(expected)):  # type: ignore[arg-type]
-            found.append(
-                f"{task}: the mean raw reward {mean!r} is not {reward.mean_of} ({expected})"
+        for archetype, some in matched.items():  # every archetype: they agree on a perfect file
+            items, texts = _inputs(task, gt, some)
+            if not items:
+                continue
+            ctx = Context(
+                embedder_factory=definition.embedder,
+                options={**some.options, **spec.batch_options(items, [{} for _ in items])},
             )
+            results = scorers[task].score_all(items, texts, profile, ctx)
+            mean = sum(reward.score(r) for r in results) / len(results)
+            sums = scorers[task].compute(results, profile)
+            expected = [sums[k] for k in reward.mean_of]
+            if any(v is None for v in expected) or not _same(mean, sum(expected) / len(expected)):  # type: ignore[arg-type]
+                found.append(
+                    f"{task}, {archetype} archetype: the mean raw reward {mean!r} is not "
+                    f"{reward.mean_of} ({expected})"
+                )
+                break
     return found
+
+
+def _fields(item: Any) -> dict[str, Any]:
+    """An item's fields but its ``index`` (its place in one test set, which a row need not
+    keep): a msgspec struct's, a dataclass's, or the object's attributes."""
+    names = getattr(item, "__struct_fields__", None)
+    if names is None and dataclasses.is_dataclass(item):
+        names = [f.name for f in dataclasses.fields(item)]
+    fields = {n: getattr(item, n) for n in names} if names is not None else dict(vars(item))
+    fields.pop("index", None)
+    return fields

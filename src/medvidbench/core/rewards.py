@@ -91,7 +91,15 @@ ItemT = TypeVar("ItemT")
 
 
 def _question(item: Any) -> dict[str, Any]:
-    return {"question": item.question, "media": {}}
+    """The default prompt: the item's ``question`` (an item without one needs the benchmark's
+    own ``prompt``)."""
+    question = getattr(item, "question", None)
+    if not isinstance(question, str):
+        raise TypeError(
+            f"a {type(item).__name__} item has no 'question' text for the default reward "
+            "prompt: the benchmark's RewardSpec must give prompt="
+        )
+    return {"question": question, "media": {}}
 
 
 def _no_visuals(item: Any, record: Mapping[str, Any]) -> dict[str, list[Any]]:

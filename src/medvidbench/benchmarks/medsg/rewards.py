@@ -56,7 +56,10 @@ def decode(data: Mapping[str, Any]) -> tuple[Item, dict[str, Any]]:
         raise ValueError("answer must be 4 finite numbers")
     if rec.size is not None and not (all(math.isfinite(v) for v in rec.size) and min(rec.size) > 0):
         raise ValueError("size must be 2 positive numbers")
-    item = Item(0, rec.id, rec.task, 0, rec.question, tuple(rec.images), rec.answer, rec.size)
+    # the item's place among its task's items, from its id "<task>#<k>" (0 for another id)
+    task, _, k = rec.id.rpartition("#")
+    place = int(k) if task == rec.task and k.isdigit() and k.isascii() else 0
+    item = Item(0, rec.id, rec.task, place, rec.question, tuple(rec.images), rec.answer, rec.size)
     return item, {}
 
 
