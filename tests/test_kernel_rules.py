@@ -19,6 +19,7 @@ import pytest
 
 from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
+from medvidbench.core.errors import Problem
 from medvidbench.core.submission import MatchedSubmission, TaskCoverage, ValidationReport
 
 INSTALLED = benchmarks.slugs()
@@ -38,8 +39,11 @@ def demos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, dict
 class Careless:
     """A test-set format that matches every answer and checks nothing (a plug-in's bug)."""
 
-    def __init__(self, inner: Any, drop: set[int], extra_task: bool = False) -> None:
+    def __init__(
+        self, inner: Any, drop: set[int], extra_task: bool = False, own_error: bool = False
+    ) -> None:
         self.inner, self.drop, self.extra_task = inner, drop, extra_task
+        self.own_error = own_error  # the plug-in finds a problem of its own in the file
 
     def load_ground_truth(self, source: Any, max_bytes: int | None = None) -> Any:
         return self.inner.load_ground_truth(source, max_bytes)
@@ -57,6 +61,8 @@ class Careless:
         report.coverage = {
             t: TaskCoverage(t, c.expected, c.expected) for t, c in matched.report.coverage.items()
         }
+        if self.own_error:
+            report.errors.add(Problem("wrong-type", "record 9: the plug-in's own finding"))
         return MatchedSubmission(report, predictions)
 
 
@@ -87,6 +93,20 @@ def test_a_task_answered_in_part_is_refused_by_the_kernel(slug: str, demos: Any)
         and repr(str(gt.samples[0].sample_id)) in problem.message
     )
     assert matched.report.coverage[first_task].status == "incomplete"
+
+
+@pytest.mark.parametrize("slug", INSTALLED)
+def test_a_file_refused_for_another_reason_still_names_its_unanswered_items(
+    slug: str, demos: Any
+) -> None:
+    """adding-a-benchmark.md: the kernel applies the rules whatever the matcher found; a
+    matcher's own error does not hide the task the file leaves in part unanswered."""
+    gt, files = demos[slug]
+    bench = benchmarks.get(slug)
+    careless = dataclasses.replace(bench, testset=Careless(bench.testset, {0}, own_error=True))
+    matched = careless.validate_submission(_first_archetype(bench, files), gt)
+    codes = [p.code for p in matched.report.errors.items]
+    assert "wrong-type" in codes and "incomplete-task" in codes, codes
 
 
 @pytest.mark.parametrize("slug", INSTALLED)

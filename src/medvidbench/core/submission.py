@@ -227,14 +227,15 @@ def enforce_coverage(
                     f"benchmark {slug!r} does not declare (its tasks: {', '.join(tasks)})",
                 )
             )
-    if not report.errors:
-        report.coverage = {
-            task: TaskCoverage(task, len(expected.get(task, ())), answered.get(task, 0))
-            for task in tasks
-            if task in expected
-        }
-        if not any(answered.values()):
-            report.errors.add(Problem("no-predictions", "the file answers no item of the test set"))
+    # Counted again whatever the matcher found, so that a file refused for other reasons
+    # also names the items it leaves unanswered (every problem, not the first).
+    report.coverage = {
+        task: TaskCoverage(task, len(expected.get(task, ())), answered.get(task, 0))
+        for task in tasks
+        if task in expected
+    }
+    if not report.errors and not any(answered.values()):
+        report.errors.add(Problem("no-predictions", "the file answers no item of the test set"))
     if caps and not report.errors:
         _cut_long_answers(matched, samples, caps)
     for task, cov in report.coverage.items():
