@@ -268,3 +268,17 @@ def test_the_validation_summary_is_one_line_in_a_pipe(
         first.append(proc.stdout.splitlines()[0])
     assert first[0].startswith(str(named)) and first[0].endswith("records (list), 600 matched")
     assert first[1] == f"{empty}  1 bytes, 0 records, 0 matched"
+
+
+def test_benchmarks_list_names_every_installed_benchmark() -> None:
+    from medvidbench import benchmarks
+
+    shown = runner.invoke(app, ["benchmarks", "list", "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.stdout)
+    assert [r["slug"] for r in rows] == list(benchmarks.slugs())
+    medvidbench = next(r for r in rows if r["slug"] == "medvidbench")
+    assert medvidbench["profiles"] == ["leaderboard-v1", "strict-v2"]
+    assert len(medvidbench["tasks"]) == 8
+    plain = runner.invoke(app, ["benchmarks", "list"])
+    assert plain.exit_code == 0 and plain.stdout.count("\n") == len(rows)

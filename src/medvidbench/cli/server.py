@@ -102,6 +102,36 @@ def tokens_create(
     print(secret)
 
 
+@bench_app.subcommand("list")
+@friendly
+def benchmarks_list(
+    as_json: Annotated[bool, Option("--json", help="Print the list as JSON.")] = False,
+) -> None:
+    """The installed benchmarks (built-in and plug-ins): what --benchmark accepts."""
+    from medvidbench import benchmarks
+
+    rows = []
+    for slug in benchmarks.slugs():
+        bench = benchmarks.get(slug)
+        rows.append(
+            {
+                "slug": slug,
+                "title": bench.title,
+                "version": bench.version,
+                "tasks": [t.name for t in bench.tasks],
+                "profiles": [p.name for p in bench.profiles],
+            }
+        )
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    for row in rows:
+        print(
+            f"{row['slug']}  {row['title']} (version {row['version']}): "
+            f"{count(len(row['tasks']), 'task')}; profiles {', '.join(row['profiles'])}"
+        )
+
+
 @bench_app.subcommand("load")
 @friendly
 def benchmarks_load(
