@@ -293,6 +293,10 @@ def test_without_a_judge_pages_say_not_judged_instead_of_pending(
     board = client.get("/b/medvidbench/board/community").text
     assert "not judged" in board and ">pending<" not in board
     assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+    answer = client.get(f"/api/v1/submissions/{sub.id}").json()  # says what the page says
+    statuses = {t: info["status"] for t, info in answer["per_task"].items()}
+    assert statuses["video_summary"] == statuses["region_caption"] == "not judged", statuses
+    assert "pending judge" not in statuses.values()
 
     from pydantic import SecretStr
 

@@ -46,6 +46,11 @@ def submission_view(
             t: {k: v for k, v in info.items() if k != "unparsed_examples"}
             for t, info in per_task.items()
         }
+    if not judge_on:  # nothing will judge them here: say so, as the pages do
+        per_task = {
+            t: {**info, "status": "not judged"} if info.get("status") == "pending judge" else info
+            for t, info in per_task.items()
+        }
     on_boards = ev is not None and any(e["shown"] and e["on_boards"] for e in listed)
     return {
         "id": sub.id,
