@@ -64,7 +64,16 @@ def test_a_rejected_upload_logs_why(
     log = client.get(f"/api/v1/submissions/{sid}", headers={"Authorization": f"Bearer {token}"})
     kinds = [(e["kind"], e["message"][:9]) for e in log.json()["log"]]
     assert kinds == [("received", "received "), ("rejected", "invalid: ")]
-    assert 'id="log" open' in client.get(f"/submissions/{sid}").text
+    page = client.get(f"/submissions/{sid}").text
+    assert 'id="log" open' in page
+    # on no board whatever its visibility: no control to change it, and a request is refused
+    assert f'action="/submissions/{sid}/visibility"' not in page
+    changed = client.post(
+        f"/api/v1/submissions/{sid}/visibility",
+        data={"visibility": "private"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert changed.status_code == 409 and "rejected" in changed.json()["message"]
 
 
 def test_errors_are_logged_and_shown_only_to_the_submitter(

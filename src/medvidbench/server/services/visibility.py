@@ -65,6 +65,10 @@ def set_visibility(runtime: Runtime, user: User, submission_id: int, visibility:
             raise NotFoundError(f"no submission {submission_id}")
         if sub.visibility == "withdrawn":
             raise ConflictError("this submission was withdrawn; a withdrawal is final")
+        if sub.status == Status.REJECTED:
+            raise ConflictError(
+                "this submission was rejected: it is on no board, whatever its visibility"
+            )
         if sub.visibility == visibility:
             return
         if visibility == "public" and held_publicly(
