@@ -137,3 +137,43 @@ def test_the_response_models_change_no_body(
     for url, handler in expected.items():
         body = json.dumps(handler(), separators=(",", ":"), ensure_ascii=False)
         assert client.get(url, headers=auth).text == body, url
+
+
+def test_every_api_operation_declares_the_error_body_it_answers_with(
+    client: TestClient, web_runtime: Runtime, tmp_path: Path
+) -> None:
+    """docs/server.md: the document gives the fields of every answer, refusals included. Each
+    operation names ErrorBody for its 4xx and 503 (FastAPI's own 422 shape is never sent), and
+    real refusals of several kinds are instances of it."""
+    from medvidbench.server.web.schemas import ErrorBody
+
+    document = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(document)
+    for path, operations in document["paths"].items():
+        if not path.startswith("/api/v1"):
+            continue
+        for method, operation in operations.items():
+            for status in ("401", "404", "422", "429", "503"):
+                schema = operation["responses"][status]["content"]["application/json"]["schema"]
+                if path.startswith("/api/v1/health") and status == "503":
+                    continue  # the health checks answer their own body when not ready
+                assert schema["$ref"].endswith("/ErrorBody"), (method, path, status)
+    login(client, web_runtime)
+    auth = {"Authorization": f"Bearer {token_for(client)}"}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": "x", "qa_type": "tal", "prediction": None}]))
+    refusals = [
+        client.get("/api/v1/submissions/999999", headers=auth),  # 404
+        client.post("/api/v1/submissions", headers={"Authorization": "Bearer mvb_no"}),  # 401
+        client.post(  # 422: an invalid file, every problem located
+            "/api/v1/submissions",
+            headers=auth,
+            files={"file": ("p.json", bad.read_bytes())},
+            data={"model_name": "Bad"},
+        ),
+        client.post("/api/v1/submissions", headers=auth, data={"model_name": "x"}),  # 422: no file
+        client.get("/api/v1/boards/official?per_page=0"),  # 422: a parameter out of range
+    ]
+    assert [r.status_code for r in refusals] == [404, 401, 422, 422, 422]
+    for answer in refusals:
+        ErrorBody.model_validate(answer.json(), strict=True)

@@ -32,7 +32,7 @@ from medvidbench.server.web.limits import PayloadTooLargeError
 from medvidbench.server.web.schemas import SubmissionCreated
 from medvidbench.version import __version__
 
-router = APIRouter(tags=["leaderboard"])
+router = APIRouter(tags=["leaderboard"], responses=schemas.ERRORS)
 Rt = Annotated[Runtime, Depends(deps.runtime)]
 CHUNK = 1 << 20
 QUEUE_DOWN = (

@@ -23,6 +23,47 @@ Number = int | float
 Json = dict[str, Any]
 
 
+class ProblemOut(BaseModel):
+    """One problem of an invalid file (code, message, record number, item id) or of an invalid
+    request (``where``: the parameter, and the message)."""
+
+    message: str
+    code: str | None = None
+    record: int | None = None
+    id: str | None = None
+    where: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every refusal of ``/api/v1``, whatever its status: the error's kind and a one-line
+    message; an invalid file or request adds every problem found (with totals per code for a
+    file), a refusal for now adds when to try again (``retry_at``, with a ``Retry-After``
+    header)."""
+
+    error: str
+    message: str
+    problems: list[ProblemOut] | None = None
+    problem_totals: dict[str, int] | None = None
+    retry_at: str | None = None
+
+
+# Declared on every route of the API: the statuses it may answer with this body.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": about}
+    for status, about in (
+        (400, "a bad request (a parameter out of range, a model name too long)"),
+        (401, "no API token, or one that is invalid or revoked"),
+        (403, "not allowed to the caller"),
+        (404, "no such benchmark, submission or entry (or not visible to the caller)"),
+        (409, "a conflict (a taken model name, a file submitted already)"),
+        (413, "a file or body over the size limit"),
+        (422, "an invalid file or request: every problem, located"),
+        (429, "the quota or a rate limit is used up: retry_at says when"),
+        (503, "busy or the database is unreachable: try again (Retry-After)"),
+    )
+}
+
+
 class SubmissionCreated(BaseModel):
     """An accepted upload: where to follow it, who sees it, and what validation warned about."""
 
