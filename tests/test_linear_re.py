@@ -400,3 +400,34 @@ def test_a_collection_callback_running_when_the_time_is_up_cannot_swallow_the_ti
         assert found == [("12", "34", "5.5", "6")]
         assert budget.timeouts == 1
     assert took < 4.0, took  # the budget, the callback's sleep and the engine's own time
+
+
+def test_a_parse_from_inside_an_armed_call_leaves_the_call_armed() -> None:
+    """A collection's callback that itself parses an answer (a finaliser, say) runs inside the
+    armed call: it is matched by the engine, and the outer call keeps its deadline (the inner
+    call's end once disarmed the outer one, and re backtracked to the end)."""
+    import gc
+    import time
+
+    pattern, text = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000
+    inner: list[Any] = []
+
+    def parsing_callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and not inner and budget is not None and budget.armed:
+            inner.append(pattern.findall("(1, 2) (3, 4)"))
+
+    threshold = gc.get_threshold()
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        gc.callbacks.append(parsing_callback)
+        gc.set_threshold(1)
+        try:
+            started = time.perf_counter()
+            found = [m.groups() for m in pattern.finditer(text)]
+            took = time.perf_counter() - started
+        finally:
+            gc.set_threshold(*threshold)
+            gc.callbacks.remove(parsing_callback)
+        assert inner == [[("1", "2", "3", "4")]]
+        assert found == [("12", "34", "5.5", "6")] and budget.timeouts == 1
+    assert took < 4.0, took

@@ -39,7 +39,6 @@ BASE = 0.01
 PER_CHARACTER = 2e-6  # and per character: about a fifth of the engine's worst case
 TIMEOUTS_PER_BATCH = 16
 RETRY = 0.001  # seconds: the handler fired in code not the call's own (see _in_the_call)
-_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class _OutOfTime(BaseException):
@@ -73,7 +72,13 @@ class Budget:
     def attempt(self, call: Callable[[str], T], text: str) -> T | None:
         """``call(text)`` (a method of a compiled ``re`` pattern) within its budget, or None
         when it ran out of time, or may not be tried here (another thread, too many timeouts)."""
-        if self.timeouts >= TIMEOUTS_PER_BATCH or threading.get_ident() != self.thread:
+        if (
+            self.armed
+            or self.timeouts >= TIMEOUTS_PER_BATCH
+            or threading.get_ident() != self.thread
+        ):
+            # armed: a parse from inside a call (a collection's callback): the engine matches
+            # it, leaving the outer call's deadline armed
             return None
         self.tried += 1
         budget = BASE + PER_CHARACTER * len(text)
@@ -138,6 +143,9 @@ def _in_the_call(frame: FrameType | None) -> bool:
 
 
 _ATTEMPT = Budget.attempt.__code__
+# The package's folder as its frames name it: from a code object, not __file__, which the
+# loader may spell otherwise (an unnormalised sys.path entry, a sourceless install).
+_HERE = os.path.dirname(_ATTEMPT.co_filename)
 _active: Budget | None = None
 
 
