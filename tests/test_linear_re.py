@@ -371,55 +371,51 @@ def test_a_collection_callback_running_when_the_time_is_up_cannot_swallow_the_ti
     at the first moment the time was up lost the timeout, with the timer off, and ``re`` went on
     backtracking through a hostile answer for seconds. The handler raises only in the call's
     own frames; elsewhere it waits a millisecond and tries again."""
-    import gc
     import time
 
-    pattern, text = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000  # seconds in re
     slept: list[float] = []
 
-    def slow_callback(phase: str, info: dict[str, Any]) -> None:
+    def slow_callback(phase: str, info: dict[str, Any], budget: Any) -> None:
         # once, inside the call: longer than its budget (about 12 ms)
-        if phase == "start" and not slept and budget is not None and budget.armed:
+        if phase == "start" and not slept and budget.armed:
             slept.append(time.perf_counter())
             time.sleep(0.03)
 
-    threshold = gc.get_threshold()
-    with linear_re.budgeted() as budget:
-        assert budget is not None
-        gc.callbacks.append(slow_callback)
-        gc.set_threshold(1)  # the call's first allocation starts a collection
-        try:
-            started = time.perf_counter()
-            # each match object is an allocation: the collection starts after the first match
-            found = [m.groups() for m in pattern.finditer(text)]
-            took = time.perf_counter() - started
-        finally:
-            gc.set_threshold(*threshold)
-            gc.callbacks.remove(slow_callback)
-        assert slept, "no collection ran inside the call"
-        assert found == [("12", "34", "5.5", "6")]
-        assert budget.timeouts == 1
-    assert took < 4.0, took  # the budget, the callback's sleep and the engine's own time
+    _hostile_call_with_a_collection_callback(slow_callback)  # the budget, the sleep, the engine
+    assert slept, "no collection ran inside the call"
 
 
 def test_a_parse_from_inside_an_armed_call_leaves_the_call_armed() -> None:
     """A collection's callback that itself parses an answer (a finaliser, say) runs inside the
     armed call: it is matched by the engine, and the outer call keeps its deadline (the inner
     call's end once disarmed the outer one, and re backtracked to the end)."""
+    inner: list[Any] = []
+
+    def parsing_callback(phase: str, info: dict[str, Any], budget: Any) -> None:
+        if phase == "start" and not inner and budget.armed:
+            inner.append(medsg._STRONG_PAIRS.findall("(1, 2) (3, 4)"))
+
+    _hostile_call_with_a_collection_callback(parsing_callback)
+    assert inner == [[("1", "2", "3", "4")]]
+
+
+def _hostile_call_with_a_collection_callback(callback: Any) -> None:
+    """A hostile answer read by ``finditer`` inside a budget while every allocation starts a
+    collection whose callbacks include ``callback(phase, info, budget)`` (each match object is
+    an allocation: the first collection comes after the first match). It must time out once,
+    give re's answer, and finish in seconds, not the minutes re would take."""
     import gc
     import time
 
     pattern, text = medsg._STRONG_PAIRS, "(12, 34), (5.5, 6) then " + "1" * 1000
-    inner: list[Any] = []
-
-    def parsing_callback(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start" and not inner and budget is not None and budget.armed:
-            inner.append(pattern.findall("(1, 2) (3, 4)"))
-
     threshold = gc.get_threshold()
     with linear_re.budgeted() as budget:
         assert budget is not None
-        gc.callbacks.append(parsing_callback)
+
+        def bound(phase: str, info: dict[str, Any]) -> None:
+            callback(phase, info, budget)
+
+        gc.callbacks.append(bound)
         gc.set_threshold(1)
         try:
             started = time.perf_counter()
@@ -427,7 +423,6 @@ def test_a_parse_from_inside_an_armed_call_leaves_the_call_armed() -> None:
             took = time.perf_counter() - started
         finally:
             gc.set_threshold(*threshold)
-            gc.callbacks.remove(parsing_callback)
-        assert inner == [[("1", "2", "3", "4")]]
+            gc.callbacks.remove(bound)
         assert found == [("12", "34", "5.5", "6")] and budget.timeouts == 1
     assert took < 4.0, took
