@@ -74,6 +74,16 @@ def test_forms_without_the_csrf_token_are_refused(client: TestClient, web_runtim
     assert response.status_code == 403 and "another site" in response.text
 
 
+def submit_form(client: TestClient, token: str, path: Path, model: str) -> Any:
+    """The submit page's form, sent with ``path`` as the prediction file."""
+    with path.open("rb") as fh:
+        return client.post(
+            "/b/medvidbench/submit",
+            data={"model_name": model, "csrf": token},
+            files={"file": (path.name, fh, "application/json")},
+        )
+
+
 def test_submit_through_the_form(
     client: TestClient, web_runtime: Runtime, synthetic: dict[str, Path]
 ) -> None:
@@ -119,13 +129,7 @@ def test_the_form_upload_is_closed_when_the_request_ends(
     login(client, web_runtime)
     token = csrf(client, "/b/medvidbench/submit")
     for name, model in ((synthetic["strong"], "Closed"), (synthetic["ground_truth"], "GT")):
-        with name.open("rb") as fh:
-            response = client.post(
-                "/b/medvidbench/submit",
-                data={"model_name": model, "csrf": token},
-                files={"file": ("p.json", fh, "application/json")},
-            )
-        assert response.status_code in (303, 422)
+        assert submit_form(client, token, name, model).status_code in (303, 422)
     assert len(opened) == 2 and all(u.file.closed for u in opened)
 
 
@@ -136,13 +140,7 @@ def test_a_family_no_hosted_benchmark_has_is_an_empty_consensus(
     empty (200), not a server error, after a submission is on the board."""
     login(client, web_runtime)
     token = csrf(client, "/b/medvidbench/submit")
-    with synthetic["strong"].open("rb") as fh:
-        sent = client.post(
-            "/b/medvidbench/submit",
-            data={"model_name": "Pooled", "csrf": token},
-            files={"file": ("p.json", fh, "application/json")},
-        )
-    assert sent.status_code == 303
+    assert submit_form(client, token, synthetic["strong"], "Pooled").status_code == 303
     assert client.get("/api/v1/consensus").json()  # the whole board has rows
     assert client.get("/api/v1/consensus?family=multiple-choice").json() == []
     assert client.get("/consensus?family=multiple-choice").status_code == 200
@@ -371,12 +369,7 @@ def test_a_ground_truth_upload_gets_one_clear_message(
 ) -> None:  # type: ignore[no-untyped-def]
     login(client, web_runtime)
     token = csrf(client, "/b/medvidbench/submit")
-    with synthetic["ground_truth"].open("rb") as fh:
-        sent = client.post(
-            "/b/medvidbench/submit",
-            data={"model_name": "Oops", "csrf": token},
-            files={"file": ("gt.json", fh, "application/json")},
-        )
+    sent = submit_form(client, token, synthetic["ground_truth"], "Oops")
     assert sent.status_code == 422
     assert "this looks like a ground-truth file" in sent.text
     assert sent.text.count("<li><code>") == 1  # one message, not one per record

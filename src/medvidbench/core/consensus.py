@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,11 @@ class Aggregation:
 
 
 # --- the point estimates --------------------------------------------------------------------
+
+
+def families(benches: Iterable[Benchmark]) -> list[str]:
+    """The capability families the benchmarks' tasks name (sorted; a task of none is left out)."""
+    return sorted({t.family for b in benches for t in b.tasks if t.family})
 
 
 def _ranked(bench: Benchmark, family: str | None) -> list[Metric]:
@@ -335,7 +340,7 @@ def aggregate(
         if twice:
             raise ValueError(f"{', '.join(twice)} evaluated twice on {slug}: keep one evaluation")
     benches = {slug: rs[0].benchmark for slug, rs in by_bench.items()}
-    present = sorted({t.family for b in benches.values() for t in b.tasks if t.family})
+    present = families(benches.values())
     if family is not None and family not in present:
         raise ValueError(
             f"no task of family {family!r} in these reports' benchmarks; "

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from medvidbench.core.consensus import Aggregation, Result, aggregate
+from medvidbench.core.consensus import Aggregation, Result, aggregate, families
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.evidence import Items, decode, items_of
 from medvidbench.core.statistics import Bootstrap
@@ -86,8 +86,8 @@ def _compute(runtime: Runtime, hosted: list[tuple[str, int]], family: str | None
             evidence = decode(blob, items) if blob is not None and items is not None else None
             results.append(Result(name, read.definition, ev.metrics, replicates, evidence))
     # a family of none of the boards' benchmarks: nothing to rank (aggregate would refuse it)
-    present = {t.family for r in results for t in r.benchmark.tasks}
-    found = aggregate(results, family=family) if results and family in present | {None} else []
+    present = family is None or family in families(r.benchmark for r in results)
+    found = aggregate(results, family=family) if results and present else []
     models = len({r.model for r in results})
     return Consensus(found, [s for s, _ in hosted], demo, models, family)
 

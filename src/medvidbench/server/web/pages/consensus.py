@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from medvidbench.core.benchmark import FAMILIES
+from medvidbench.core.consensus import families as named_families
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.consensus import Consensus, consensus
@@ -23,9 +24,8 @@ def families(rt: Runtime) -> dict[str, str]:
     any new one a hosted benchmark's tasks name (a plug-in may bring its own)."""
     known = dict(FAMILIES)
     for slug in rt.hosted:
-        for task in rt.definition(slug).tasks:
-            if task.family and task.family not in known:
-                known[task.family] = f"named by {slug}"
+        for family in named_families([rt.definition(slug)]):
+            known.setdefault(family, f"named by {slug}")
     return known
 
 
