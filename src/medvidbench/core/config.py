@@ -151,7 +151,12 @@ class Settings(BaseSettings):
         description="Cluster-bootstrap replicates computed when a submission is scored, for the "
         "95 % intervals, paired comparisons and rank intervals; 0 for none.",
     )
-    bootstrap_seed: int = Field(0, ge=0, description="The bootstrap's seed (stamped on it).")
+    bootstrap_seed: int = Field(
+        0,
+        ge=0,
+        description="The bootstrap's seed on a benchmark with public labels (stamped on it); "
+        "with hidden labels the server derives a secret one from it and the test set.",
+    )
     image_dirs: dict[str, Path] = Field(
         default_factory=dict,
         description="Per benchmark slug, the folder of its test images, as JSON "

@@ -80,12 +80,16 @@ class Options:
         seed: The bootstrap's seed.
         per_item: Also keep the per-item evidence (:mod:`medvidbench.core.evidence`) on the
             report (``Report.evidence``).
+        secret_seed: The seed is a secret (a server's, for hidden labels): the statistics
+            say so (``seed_secret``), and :func:`~medvidbench.core.statistics.public` leaves
+            the seed out of what is shown.
     """
 
     similarity: bool = False
     bootstrap: int | None = None
     seed: int = 0
     per_item: bool = False
+    secret_seed: bool = False
 
 
 @dataclass(slots=True)
@@ -377,6 +381,8 @@ def _statistics(
         design, fresh, uncertainty.cluster_rule, options.bootstrap or 0, options.seed, bounds=bounds
     )
     out = drawn.to_dict(with_replicates=True)
+    if options.secret_seed:
+        out["seed_secret"] = True
     if not reusable & set(keys):
         return out
     import base64

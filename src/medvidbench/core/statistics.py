@@ -325,11 +325,26 @@ class Bootstrap:
         return keys, raw.reshape(int(data["replicates"]), len(keys))
 
 
+def usable(statistics: Mapping[str, Any] | None, labels: str) -> Mapping[str, Any] | None:
+    """A stored bootstrap as a server may use and show it, on a benchmark whose labels are
+    ``labels``: None (as if none was drawn) for one of a benchmark whose labels are not public
+    that was drawn with a seed anyone knows (stored before the seed was kept secret). Its
+    intervals, set beside those of a submission made to differ on a few items, would tell
+    which of those items each got right."""
+    if statistics is None or labels == "public" or statistics.get("seed_secret"):
+        return statistics
+    return None
+
+
 def public(statistics: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A stored bootstrap without its replicates (what pages, the API and exports show)."""
+    """A stored bootstrap without its replicates (what pages, the API and exports show), and
+    without its seed when that is the server's secret (``seed`` None, ``seed_secret`` true)."""
     if not statistics:
         return None
-    return {k: v for k, v in statistics.items() if k not in ("keys", "values")}
+    out = {k: v for k, v in statistics.items() if k not in ("keys", "values")}
+    if out.get("seed_secret"):
+        out["seed"] = None
+    return out
 
 
 METHOD = (

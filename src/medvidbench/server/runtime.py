@@ -10,8 +10,11 @@ in it is the owner's alone: folders 0700, files 0600, whatever the process umask
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import os
+import secrets
 import threading
 import uuid
 from collections.abc import Iterator
@@ -48,6 +51,7 @@ from medvidbench.server.upload_check import UploadChecker
 __all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "Queue", "Runtime", "private_dir", "storing"]
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 DISK_FULL_RETRY = 600
+_SECRET_PREFIX = b"medvidbench: a hidden test set's own secret\0"
 
 
 @contextmanager
@@ -134,6 +138,7 @@ class Runtime:
         private_dir(self.data_dir)
         self._gt_lock = threading.Lock()
         self._gt_cache: dict[str, Any] = {}
+        self._gt_secrets: dict[str, bytes] = {}  # per test set: what its bootstrap seed is from
         self.queue: Queue = NoQueue()  # jobs.attach_queue sets the real one
         self.upload_checker = UploadChecker(
             settings.upload_process_bytes, settings.max_submission_bytes
@@ -157,6 +162,52 @@ class Runtime:
             return slugs
         default = benchmarks.default_slug()
         return sorted(slugs, key=lambda s: (s != default, not loaded[s].presentation.links))
+
+    @cached_property
+    def secret_key(self) -> str:
+        """``MEDVIDBENCH_SECRET_KEY``, or a key generated once into the data folder (owner-only):
+        the first process to need it writes it whole under another name and links it into
+        place, so a process starting at the same moment reads that key, never half of one."""
+        if self.settings.secret_key is not None:
+            return self.settings.secret_key.get_secret_value()
+        path = self.data_dir / "secret_key"
+        with contextlib.suppress(FileNotFoundError):
+            key = path.read_text().strip()
+            if key:
+                return key
+        made = path.with_name(f".secret_key.{uuid.uuid4().hex}.tmp")
+        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(48))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(made, path)
+        except FileExistsError:  # another process was first (or an empty file a crash left)
+            if not path.read_text().strip():
+                os.replace(made, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(made)
+        return path.read_text().strip()
+
+    def bootstrap_seed(self, definition: Benchmark, gt_sha256: str) -> int:
+        """The seed of the bootstrap of evaluations on the stored test set ``gt_sha256``.
+
+        A benchmark whose labels are public uses ``MEDVIDBENCH_BOOTSTRAP_SEED`` itself, so
+        anyone can draw its intervals again offline. Any other uses a 63-bit number derived
+        from that seed and the test set's contents, never shown: with the seed known, the
+        intervals of two submissions that differ on a few items tell which of those items each
+        got right (their difference alone tells only how many). Every process that scores
+        holds the test set, so all draw alike with nothing more to share, and only someone
+        who holds the labels could find the seed.
+        """
+        seed = self.settings.bootstrap_seed
+        if definition.labels == "public":
+            return seed
+        self.ground_truth(gt_sha256, definition.slug)  # reads the file, and its secret with it
+        message = self._gt_secrets[gt_sha256] + f"bootstrap seed {seed}".encode()
+        return int.from_bytes(hashlib.sha256(message).digest()[:8], "big") >> 1
 
     @property
     def default_slug(self) -> str:
@@ -271,4 +322,7 @@ class Runtime:
                 if data is None:
                     raise NotFoundError(f"stored test set {sha256[:12]} is missing")
                 self._gt_cache[sha256] = self.definition(slug).load_ground_truth(data)
+                # the contents hashed behind a fixed prefix: no function of the file's public
+                # sha256 (what a keyed hash of the file itself would start from)
+                self._gt_secrets[sha256] = hashlib.sha256(_SECRET_PREFIX + data).digest()
             return self._gt_cache[sha256]

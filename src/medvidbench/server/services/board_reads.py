@@ -52,6 +52,9 @@ class Replicates:
     # ranked metrics x the replicates a board ranks with (core.standings.rank_replicates): their
     # rank codes (the point value's where the metric has no replicates)
     codes: np.ndarray | None
+    # drawn with a seed anyone knows on a benchmark whose labels are hidden: not used
+    # (core.statistics.usable)
+    withheld: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,8 +275,10 @@ def prepare_replicates(
     (:func:`~medvidbench.core.standings.rank_replicates`; its point values where a metric has
     none)."""
     from medvidbench.core.standings import rank_codes, rank_replicates
-    from medvidbench.core.statistics import Bootstrap
+    from medvidbench.core.statistics import Bootstrap, usable
 
+    if stats is not None and usable(stats, definition.labels) is None:
+        return Replicates(True, None, None, None, withheld=True)
     stamp = Bootstrap.stamp(stats)
     if stats is None or stamp is None:
         return Replicates(stats is not None, stamp, None, None)

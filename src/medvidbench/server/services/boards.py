@@ -361,6 +361,11 @@ def _why_not(prepared: Replicates | None, reported: bool) -> str:
         return "no interval: reported numbers come without per-item results"
     if prepared is None or not prepared.stored:
         return "no interval: scored without a bootstrap (before intervals existed, or with none)"
+    if prepared.withheld:
+        return (
+            "no interval: drawn with a seed anyone knows, before this server kept it secret "
+            "(an administrator's 'medvidbench rescore' draws it again)"
+        )
     return "no interval: bootstrapped with other settings than the rest of the board"
 
 

@@ -32,7 +32,7 @@ class Comparison:
 
 def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Comparison]:
     """Each chosen row after the first against the first, paired on their shared replicates."""
-    from medvidbench.core.statistics import Bootstrap, paired
+    from medvidbench.core.statistics import Bootstrap, paired, usable
 
     if len(rows) < 2:
         return []
@@ -40,7 +40,12 @@ def compare(runtime: Runtime, rows: list[BoardRow], slug: str) -> list[Compariso
     ids = [r.submission_id for r in rows if r.submission_id]
     with runtime.sessions() as session:
         evals = current_evaluations(session, ids, definition)
-    stats = [evals[r.submission_id].statistics if r.submission_id in evals else None for r in rows]
+    stats = [
+        usable(evals[r.submission_id].statistics, definition.labels)
+        if r.submission_id in evals
+        else None
+        for r in rows
+    ]
     keys = list(definition.metric_keys)
     first, base = rows[0], stats[0]
     out = []

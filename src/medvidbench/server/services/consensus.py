@@ -19,7 +19,7 @@ from sqlalchemy import select
 from medvidbench.core.consensus import Aggregation, Result, aggregate, families
 from medvidbench.core.errors import NotFoundError
 from medvidbench.core.evidence import Items, decode, items_of
-from medvidbench.core.statistics import Bootstrap
+from medvidbench.core.statistics import Bootstrap, usable
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.board_reads import read_board
 from medvidbench.server.services.submissions import model_key
@@ -82,6 +82,7 @@ def _compute(runtime: Runtime, hosted: list[tuple[str, int]], family: str | None
             ev = shown[entry.submission_id]
             name = names.setdefault(key, entry.model_name)
             statistics, blob = stored.get(ev.id, (None, None))
+            statistics = usable(statistics, read.definition.labels)
             replicates = Bootstrap.replicates_of(statistics) if statistics else None
             evidence = decode(blob, items) if blob is not None and items is not None else None
             results.append(Result(name, read.definition, ev.metrics, replicates, evidence))

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from medvidbench.core.config import judge_wanted
 from medvidbench.core.display import public_provenance
-from medvidbench.core.statistics import public
+from medvidbench.core.statistics import public, usable
 from medvidbench.server.lifecycle import FINAL, ON_BOARD, Status, timeline
 from medvidbench.server.roles import STAFF
 from medvidbench.server.runtime import Runtime
@@ -81,7 +81,7 @@ def submission_view(
         "profile": ev.profile if ev else None,
         "scorer_version": ev.scorer_version if ev else None,
         # 95 % intervals with their seed, replicates and cluster rule; the replicates stay inside
-        "statistics": public(ev.statistics) if ev else None,
+        "statistics": public(usable(ev.statistics, definition.labels)) if ev else None,
         # every scoring stored (re-scores under other profiles included), oldest first
         "evaluations": listed,
         "hidden": sub.hidden,

@@ -176,7 +176,8 @@ def _report(
     planned = plan(definition, matched, gt, profile)
     options = Options(
         bootstrap=runtime.settings.bootstrap_replicates or None,
-        seed=runtime.settings.bootstrap_seed,
+        seed=runtime.bootstrap_seed(definition, bench.gt_sha256),
+        secret_seed=definition.labels != "public",
         per_item=True,
     )
     stage = None

@@ -51,4 +51,5 @@ def _scoring(runtime: Runtime, slug: str, gt_sha256: str) -> None:
         from medvidbench.core.statistics import draw_cluster_counts
 
         clusters = {definition.uncertainty.cluster_of(item) for item in gt.samples}
-        draw_cluster_counts(len(clusters), replicates, runtime.settings.bootstrap_seed)
+        seed = runtime.bootstrap_seed(definition, gt_sha256)
+        draw_cluster_counts(len(clusters), replicates, seed)

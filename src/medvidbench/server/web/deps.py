@@ -165,11 +165,5 @@ def entry_ids(values: list[str]) -> tuple[list[int], list[str]]:
 
 
 def secret_key(runtime: Runtime) -> str:
-    """The configured key, or one generated once into the data folder (owner-only)."""
-    if runtime.settings.secret_key is not None:
-        return runtime.settings.secret_key.get_secret_value()
-    path = runtime.data_dir / "secret_key"
-    if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(48))
-    return path.read_text().strip()
+    """The configured key, or one generated into the data folder (:attr:`Runtime.secret_key`)."""
+    return runtime.secret_key
