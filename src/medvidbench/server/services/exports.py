@@ -20,11 +20,12 @@ from medvidbench.server.services.boards import board_rows
 _FORMULA_START = re.compile(r"""(^|[,;\t|\r\n])(\s*["']?)(?=[=+\-@\t\r])""")
 
 
-def _cell(value: Any) -> Any:
+def spreadsheet_cell(value: Any) -> Any:
     """Spreadsheet-safe text: every place a formula could start gets a leading quote.
 
     Examples:
-        >>> _cell("=1+1"), _cell("x;=cmd|' /C calc'!A0;"), _cell("GPT-4o"), _cell(0.5)
+        >>> c = spreadsheet_cell
+        >>> c("=1+1"), c("x;=cmd|' /C calc'!A0;"), c("GPT-4o"), c(0.5)
         ("'=1+1", "x;'=cmd|' /C calc'!A0;", 'GPT-4o', 0.5)
     """
     if isinstance(value, str):
@@ -73,7 +74,7 @@ def export_board(runtime: Runtime, kind: str, fmt: str = "csv", slug: str | None
         j = r.judge or {}
         writer.writerow(
             [
-                _cell(v)
+                spreadsheet_cell(v)
                 for v in [
                     r.rank,
                     r.model_name,

@@ -14,6 +14,7 @@ from medvidbench.core.consensus import families as named_families
 from medvidbench.core.errors import UsageError
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.consensus import Consensus, consensus
+from medvidbench.server.services.exports import spreadsheet_cell
 from medvidbench.server.web.render import page
 
 router = APIRouter(include_in_schema=False)
@@ -70,8 +71,8 @@ def as_csv(found: Consensus) -> str:
     )
     for r in rows(found):
         low, high = r["interval"] or ("", "")
-        # a model name is user input: never a formula in a spreadsheet
-        name = "'" + r["model"] if r["model"][:1] in "=+-@\t\r" else r["model"]
+        # a model name is user input: never a formula in a spreadsheet, wherever it starts
+        name = spreadsheet_cell(r["model"])
         score = "" if r["score"] is None else f"{r['score']:.6f}"
         writer.writerow([r["method"], r["rank"], name, score, low, high, r["benchmarks"]])
     return out.getvalue()
