@@ -71,7 +71,14 @@ def site_with_uploads(data: Path, promote: bool = False) -> Iterator[dict[str, A
         mixed = f"{boards[0][0]['entry_id']},{boards[1][0]['entry_id']}"  # scored and reported
         if promote:
             _promote(server.url, video)  # a verified badge on the official board, both themes
-        yield {"url": server.url, "video": video, "grounding": grounding, "mixed": mixed}
+        yield {
+            "url": server.url,
+            "video": video,
+            "grounding": grounding,
+            "mixed": mixed,
+            "token": token,
+            "data": data,
+        }
 
 
 @pytest.fixture(scope="module")

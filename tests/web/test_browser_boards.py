@@ -6,7 +6,9 @@ Screenshots go to the CI artifacts with the other browser tests'."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -171,4 +173,41 @@ def test_compare_warns_when_it_mixes_test_sets(site: dict[str, Any], browser: An
     why = page.locator("#no-differences").inner_text()
     assert "reported" in why and "no per-item results" in why
     shot(page, "compare-default-no-differences")
+    page.close()
+
+
+def test_a_model_name_is_text_in_the_compare_chart(site: dict[str, Any], browser: Any) -> None:  # noqa: F811
+    """Plotly reads a trace's name as markup: a model name with a link and a style must show as
+    the characters it is, not as a live link (a security review's phishing link in the legend).
+    Last in this file: it adds an entry to the module's shared site."""
+    url = site["url"]
+    name = (
+        'M <a href="https://evil.example/x">LOGIN AGAIN</a><span style="font-size:50px">BIG</span>'
+    )
+    demo = Path(site["data"]) / "demo" / "medvidbench" / "predictions_strong.json"
+    answer = httpx.post(
+        f"{url}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {site['token']}"},
+        files={"file": ("p.json", demo.read_bytes() + b"\n", "application/json")},
+        data={"model_name": name},
+        timeout=60,
+    )
+    assert answer.status_code == 202, answer.text
+    for _ in range(600):  # scored in the background: until its entry is on the board
+        rows = httpx.get(f"{url}/api/v1/boards/community").json()
+        if any(r["model_name"] == name for r in rows):
+            break
+        time.sleep(0.1)
+    assert len(rows) >= 2 and any(r["model_name"] == name for r in rows), rows
+    entries = ",".join(str(r["entry_id"]) for r in rows)
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(f"{url}/b/medvidbench/compare?entries={entries}")
+    page.wait_for_selector("#chart .main-svg", timeout=30_000)
+    legend = page.locator("#chart .legendtext").all_text_contents()
+    assert any("<a href=" in t and "</span>" in t for t in legend), legend
+    assert page.locator("#chart a").count() == 0
+    assert (
+        page.locator('#chart [style*="font-size:50px"], #chart [style*="font-size: 50px"]').count()
+        == 0
+    )
     page.close()

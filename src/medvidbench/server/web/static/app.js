@@ -70,12 +70,15 @@ document.addEventListener("DOMContentLoaded", () => {
         // The server puts every value on 0-1 with 1 the best (from the metric table), so the
         // chart names no metric and knows no scale.
         const keys = body.metrics;
-        const names = keys.map((k) => body.columns[k] || k);
+        // Plotly reads its text as markup (links, styles, line breaks): every name is given as
+        // text, its markup characters written as entities, which Plotly shows as themselves.
+        const plain = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+        const names = keys.map((k) => plain(body.columns[k] || k));
         // Each bar says where its numbers come from, as the table's headers do (issue 22).
         const demo = chart.dataset.demo === "yes";
         const origin = (e) => (e.submission_id == null ? "reported" : demo ? "scored on the demo set" : "scored here");
         const traces = body.entries.map((e) => ({
-          type: "bar", name: `${e.model_name} (${origin(e)})`, x: names,
+          type: "bar", name: plain(`${e.model_name} (${origin(e)})`), x: names,
           y: keys.map((k) => e.normalised[k] ?? null),
         }));
         // The legend sits above the plot, where it cannot cover the axis titles (issue 22).
