@@ -176,6 +176,7 @@ def test_a_hostile_upload_is_a_clear_422_and_nothing_is_kept(
     client, rt, token = medsg
     if where == "in the child":
         rt.upload_checker.threshold = 0  # every upload is checked in the child process
+    # (a zip goes to the child either way: test_a_zip_is_checked_in_the_child_whatever_its_size)
     build, message = HOSTILE[case]
     body = build()
     assert len(body) < LIMIT  # each passes the upload limit: the attack is in what it holds
@@ -283,3 +284,18 @@ def test_a_hostile_zip_sent_by_the_web_form_gets_the_same_message(
     assert sent.status_code == 422
     assert "member &#39;x.json&#39; is encrypted; upload an unencrypted zip" in sent.text
     _nothing_stored(rt)
+
+
+def test_a_zip_is_checked_in_the_child_whatever_its_size(
+    medsg: tuple[TestClient, Runtime, str],
+) -> None:
+    """A small zip can unpack to the whole upload limit (a 1 MB one to 1,000 MiB took the web
+    process to 2.9 GB): its check runs in the child process, a small JSON file's in the web
+    process."""
+    client, rt, token = medsg
+    assert rt.upload_checker.threshold > len(GOOD) * 10  # both far below the threshold
+    assert _send(client, token, GOOD, "Plain", "x.json").status_code == 202
+    assert rt.upload_checker._pool is None  # checked in the web process
+    refused = _send(client, token, _bomb(), "Bomb")
+    assert refused.status_code == 422
+    assert rt.upload_checker._pool is not None  # the child read it

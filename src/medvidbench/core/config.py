@@ -178,8 +178,9 @@ class Settings(BaseSettings):
     upload_process_bytes: int = Field(
         8 << 20,
         ge=0,
-        description="Uploads of this many bytes or more are validated in a child process, so "
-        "that a large file does not slow other requests; smaller ones in the web process.",
+        description="Uploads of this many bytes or more, and every zip archive, are validated "
+        "in a child process, so that a large file does not slow other requests or fill the web "
+        "process's memory; smaller ones in the web process.",
     )
     refuse_order_only: bool = Field(
         False,
