@@ -443,3 +443,42 @@ def test_the_training_stack_is_pinned_and_installed_by_install_sh() -> None:
     script = (root / "install.sh").read_text()
     assert "-r tests/training-requirements.txt" in script
     assert "--no-deps -r tests/training-nodeps-requirements.txt" in script
+
+
+def test_scoring_options_reach_the_rewards_as_verl_hands_them_over(tmp_path: Path) -> None:
+    """``options`` written as a mapping in an override arrives as OmegaConf's DictConfig (verl's
+    ``get_custom_reward_fn`` copies only the top level of ``reward_kwargs``), which the reward
+    function once could not write as JSON (TypeError on every call); written as JSON, as text.
+    Either way it scores as the Rewarder with the same options does."""
+    verl = _need_verl()
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from medvidbench import benchmarks
+    from medvidbench.benchmarks.medsg.synth import write_synthetic as medsg_synthetic
+    from medvidbench.rewards.rows import ground_truth_column, spec_of
+
+    bench = benchmarks.get("medsg")
+    gt = bench.load_ground_truth(medsg_synthetic(tmp_path / "medsg", 40, 3)["ground_truth"])
+    items = list(gt.samples)[:6]
+    extras = spec_of(bench).row_extras(items)
+    truths = [ground_truth_column(bench, i, e) for i, e in zip(items, extras, strict=True)]
+    answers = ["[100, 120, 500, 640]", "(10,10),(900,900)", "[0, 0, 999, 999]"] * 2
+    options = {"medsg": {"coordinates": "0-1000"}}
+    expected = Rewarder(options=options).score(answers, truths).reward
+    assert not np.array_equal(expected, Rewarder().score(answers, truths).reward)  # it matters
+    for written in ("{medsg:{coordinates:0-1000}}", "'" + json.dumps(options) + "'"):
+        config = _compose(
+            verl,
+            [
+                f"reward.custom_reward_function.path={adapter.__file__}",
+                "reward.custom_reward_function.name=compute_score",
+                f"+reward.custom_reward_function.reward_kwargs.options={written}",
+            ],
+        )
+        score = get_custom_reward_fn(config)
+        assert score is not None
+        got = [
+            score(data_source=f"medsg/{i.task}", solution_str=a, ground_truth=t, extra_info={})
+            for i, a, t in zip(items, answers, truths, strict=True)
+        ]
+        assert [g["score"] for g in got] == [float(v) for v in expected], written

@@ -3,8 +3,9 @@
 manager of releases up to 0.7.0 (docs/rewards.md).
 
 ``reward_kwargs`` reach them as keyword arguments (``stats``, ``k``, ``judge``: ``none`` or
-``openai``, ``options``). Each row's result is a dict with the same keys for every row
-(:data:`KEYS`), as verl's reward loop requires: ``score`` (what verl trains on), ``raw``,
+``openai``, ``options``: a mapping, as an override writes it, or its JSON). Each row's
+result is a dict with the same keys for every row (:data:`KEYS`), as verl's reward loop
+requires: ``score`` (what verl trains on), ``raw``,
 ``format`` and the raw and normalised terms (NaN where a term does not apply to the row's
 task), which verl keeps as the rows' extra info and, in validation, averages per
 ``data_source`` (``benchmark/task``, as ``rewards prepare --style verl`` writes it).
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from medvidbench.core.errors import UsageError
 from medvidbench.core.rewards import JUDGE, SCORE, SIMILARITY
 from medvidbench.rewards import Rewarder, Rewards
 
@@ -46,18 +48,45 @@ def _build(stats: str | None, k: float, judge: str, options: str) -> Rewarder:
         judging = benchmarks.get(None).judging  # the default benchmark's (MedVidBench's)
         llm = judge_from_settings(judging.rubric.version if judging else "")
     elif judge != "none":
-        from medvidbench.core.errors import UsageError
-
         raise UsageError(f"unknown judge {judge!r}; expected none or openai")
     return Rewarder(stats, k=k, judge=llm, options=json.loads(options))
 
 
-def _get(stats: str | None, k: float, judge: str, options: Mapping[str, Any] | None) -> Rewarder:
-    key = (stats, float(k), judge, json.dumps(options or {}, sort_keys=True))
+def _get(stats: str | None, k: float, judge: str, options: Any) -> Rewarder:
+    key = (stats, float(k), judge, json.dumps(_options(options), sort_keys=True))
     with _lock:  # verl's threads ask at once: one rewarder (and one encoder) per setting
         if key not in _rewarders:
             _rewarders[key] = _build(*key)
         return _rewarders[key]
+
+
+def _options(options: Any) -> dict[str, Any]:
+    """The scoring options as plain data. verl hands ``reward_kwargs`` over as its config holds
+    them, so ``options`` written as a mapping in an override arrives as OmegaConf's
+    ``DictConfig`` (a mapping, not a dict: ``json`` cannot write it); written as a JSON string,
+    it is read."""
+    if options is None:
+        return {}
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except ValueError as exc:
+            raise UsageError(f"options: not a mapping nor JSON ({exc})") from None
+    if not isinstance(options, Mapping):
+        raise UsageError(
+            f"options: expected a mapping of benchmark to its options, got {type(options).__name__}"
+        )
+    plain: dict[str, Any] = _plain(options)
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and sequences of a config (OmegaConf's, say) as dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _row(out: Rewards, i: int) -> dict[str, float]:
@@ -80,7 +109,7 @@ def compute_score(
     stats: str | None = None,
     k: float = 3.0,
     judge: str = "none",
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | str | None = None,
 ) -> dict[str, float]:
     """One response's reward (verl's ``naive`` reward manager calls it once per response)."""
     out = _get(stats, k, judge, options).score([solution_str], [ground_truth])
@@ -96,7 +125,7 @@ def compute_score_batch(
     stats: str | None = None,
     k: float = 3.0,
     judge: str = "none",
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | str | None = None,
 ) -> list[dict[str, float]]:
     """A batch's rewards in one pass (the ``batch`` reward manager of verl up to 0.7.0): one
     encoder batch for the similarities and one concurrent judge pool for the captions."""
