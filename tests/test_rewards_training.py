@@ -105,6 +105,71 @@ def test_per_task_terms_are_logged_through_trls_log_metric(
     assert not any("normalised" in k or "saturated" in k for k in logged)
 
 
+def test_a_batch_a_function_does_not_cover_still_gives_its_columns(
+    answers: dict[str, Any],
+) -> None:
+    """TRL fills a column a step does not give with the values of an earlier step (its
+    completions table showed STG's task and raw reward on next-action rows): every call gives
+    every column, None where the function covers no row; ``.last`` is this batch's."""
+    stg_only = reward_function(tasks=["stg"])
+    tal = [i for i, t in enumerate(answers["task"]) if t == "tal"][:4]
+    stg = [i for i, t in enumerate(answers["task"]) if t == "stg"][:4]
+    columns: list[dict[str, list[Any]]] = []
+    for rows in (stg, tal):
+        extra: dict[str, list[Any]] = {}
+        out = stg_only(
+            completions=[answers["strong"][i] for i in rows],
+            ground_truth=[answers["columns"][i] for i in rows],
+            log_extra=lambda column, values, into=extra: into.__setitem__(column, list(values)),
+        )
+        columns.append(extra)
+        assert (out == [None] * 4) == (rows is tal)
+    assert columns[0]["medvidbench_stg_task"] == ["stg"] * 4
+    assert columns[1] == {"medvidbench_stg_task": [None] * 4, "medvidbench_stg_raw": [None] * 4}
+    assert stg_only.last is None  # the last batch had nothing of the function's
+
+
+def test_a_component_function_logs_its_own_reward(answers: dict[str, Any], weak_stats: Any) -> None:
+    """Each function of ``reward_functions`` logs the mean of what it returned as its reward,
+    not the combined reward (every one once logged the combined one under its own name)."""
+    from medvidbench.rewards.trl import reward_functions
+
+    score, similarity, _ = reward_functions(weak_stats)
+    kept = [i for i, t in enumerate(answers["task"]) if t == "stg"][:6]
+    batch = {
+        "completions": [answers["strong"][i] for i in kept],
+        "ground_truth": [answers["columns"][i] for i in kept],
+    }
+    logged: dict[str, dict[str, float]] = {}
+    for function in (score, similarity):
+        mine: dict[str, float] = {}
+        out = function(**batch, log_metric=mine.__setitem__)
+        logged[function.__name__] = mine
+        values = [v for v in out if v is not None]
+        if values:
+            assert mine[f"{function.__name__}/stg/reward"] == pytest.approx(np.mean(values))
+        else:  # STG has no similarity term: no reward of this function to log
+            assert f"{function.__name__}/stg/reward" not in mine
+    assert "medvidbench_score/stg/reward" in logged["medvidbench_score"]
+
+
+def test_a_misspelt_task_or_a_batch_of_two_lengths_is_an_error(answers: dict[str, Any]) -> None:
+    for tasks, message in (
+        (["nap"], "no reward for task 'nap'; tasks with a reward: "),
+        (["STG"], "no reward for task 'STG'"),
+        ("stg", "a list of task names, not the string 'stg'"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            reward_function(tasks=tasks)  # type: ignore[arg-type]
+    everything = reward_function()
+    for completions, truths in (
+        (["a", "b"], answers["columns"][:1]),
+        (["a"], answers["columns"][:2]),
+    ):
+        with pytest.raises(UsageError, match=f"{len(completions)} completions but {len(truths)}"):
+            everything(completions=completions, ground_truth=truths)
+
+
 def test_saturation_warns_once_and_refitting_on_the_policy_restores_the_spread(
     answers: dict[str, Any], weak_stats: Any, tmp_path: Path
 ) -> None:

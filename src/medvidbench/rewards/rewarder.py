@@ -116,15 +116,19 @@ class Rewards:
                 out[f"normalised_{name}"] = float(values[i])
         return out
 
-    def summary(self, prefix: str = "medvidbench") -> dict[str, float]:
-        """Per task, the batch's mean reward, raw reward, raw terms (``raw_format``: the share
-        of readable answers) and, with statistics, normalised terms, as
+    def summary(
+        self, prefix: str = "medvidbench", reward: np.ndarray | None = None
+    ) -> dict[str, float]:
+        """Per task, the batch's mean reward (``reward``: what was trained on, when not the
+        combined reward; one component, say), raw reward, raw terms (``raw_format``: the
+        share of readable answers) and, with statistics, normalised terms, as
         ``{prefix}/{task}/{name}`` (what a trainer logs)."""
         out: dict[str, float] = {}
         tasks = np.asarray(self.task)
+        trained = self.reward if reward is None else np.asarray(reward, dtype=float)
         for task in sorted(set(self.task)):
             rows = tasks == task
-            means = {"reward": self.reward[rows], "raw": self.raw[rows]}
+            means = {"reward": trained[rows], "raw": self.raw[rows]}
             means |= {f"raw_{name}": v[rows] for name, v in self.terms.items()}
             if self.sources:  # without statistics the normalised terms are the raw ones
                 means |= {f"normalised_{name}": v[rows] for name, v in self.normalised.items()}

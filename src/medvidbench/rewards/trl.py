@@ -32,6 +32,7 @@ import numpy as np
 
 from medvidbench.core.errors import UsageError
 from medvidbench.rewards import Rewarder, Rewards, RewardStats, decode_row
+from medvidbench.rewards.rows import RewardInputError
 
 COMPONENTS = ("score", "similarity", "judge")  # the terms a reward is combined from
 
@@ -66,12 +67,13 @@ def reward_function(
             that a batch is scored once for all of them (:func:`reward_functions` sets it).
 
     The returned function keeps its last batch's :class:`~medvidbench.rewards.Rewards` as
-    ``.last`` (raw and normalised terms, for logging).
+    ``.last`` (raw and normalised terms, for logging; None when none of that batch was the
+    function's).
     """
     scorer = shared.rewarder if shared is not None else rewarder
     scorer = scorer or Rewarder(stats, k=k, judge=judge, options=options)
     score_batch = shared.score if shared is not None else scorer.score
-    wanted = frozenset(tasks) if tasks is not None else None
+    wanted = _tasks(tasks)
 
     def reward(
         prompts: Sequence[Any] | None = None,
@@ -86,23 +88,31 @@ def reward_function(
                 "the training dataset has no ground_truth column: prepare it with "
                 "`medvidbench rewards prepare`"
             )
+        if len(ground_truth) != len(completions):
+            raise RewardInputError(
+                f"{len(completions)} completions but {len(ground_truth)} ground truths"
+            )
         rows = [
             i
             for i in range(len(completions))
             if wanted is None or decode_row(ground_truth[i], f"ground_truth[{i}]")[1].task in wanted
         ]
         out: list[float | None] = [None] * len(completions)
-        if rows:
-            result = score_batch([completions[i] for i in rows], [ground_truth[i] for i in rows])
-            values = result.reward if component is None else result.component(component)
-            for n, i in enumerate(rows):
-                out[i] = None if np.isnan(values[n]) else float(values[n])
-            reward.last = result  # type: ignore[attr-defined]
-            if rollouts is not None:
-                append_rollouts(
-                    rollouts, [completions[i] for i in rows], [ground_truth[i] for i in rows]
-                )
-            _log(reward.__name__, scorer, result, rows, len(completions), kwargs)
+        reward.last = None  # type: ignore[attr-defined]
+        if not rows:  # none of this batch is the function's: its columns say so, row by row
+            _columns(reward.__name__, None, rows, len(completions), kwargs)
+            return out
+        result = score_batch([completions[i] for i in rows], [ground_truth[i] for i in rows])
+        values = result.reward if component is None else result.component(component)
+        for n, i in enumerate(rows):
+            out[i] = None if np.isnan(values[n]) else float(values[n])
+        reward.last = result  # type: ignore[attr-defined]
+        if rollouts is not None:
+            append_rollouts(
+                rollouts, [completions[i] for i in rows], [ground_truth[i] for i in rows]
+            )
+        _log(reward.__name__, scorer, result, values, rows, kwargs)
+        _columns(reward.__name__, result, rows, len(completions), kwargs)
         return out
 
     if component is not None and component not in COMPONENTS:
@@ -186,32 +196,69 @@ def async_reward_function(
     return reward
 
 
+def _tasks(tasks: Collection[str] | None) -> frozenset[str] | None:
+    """The tasks a function covers, each one a benchmark offers a reward for (a misspelt one
+    would cover nothing, and a trainer would only see NaN for that function)."""
+    if tasks is None:
+        return None
+    if isinstance(tasks, str):
+        raise UsageError(f"tasks: a list of task names, not the string {tasks!r}")
+    from medvidbench import benchmarks
+    from medvidbench.rewards.rows import spec_of
+
+    known = {
+        task
+        for slug in benchmarks.slugs()
+        if (bench := benchmarks.get(slug)).rewards is not None
+        for task in spec_of(bench).tasks
+    }
+    unknown = sorted(set(tasks) - known)
+    if unknown:
+        raise UsageError(
+            f"no reward for task {', '.join(map(repr, unknown))}; tasks with a reward: "
+            f"{', '.join(sorted(known))}"
+        )
+    return frozenset(tasks)
+
+
 def _log(
     prefix: str,
     scorer: Rewarder,
     result: Rewards,
+    values: np.ndarray,
     rows: Sequence[int],
-    n: int,
     kwargs: Mapping[str, Any],
 ) -> None:
-    """Per-task metrics through TRL's ``log_metric``, per-completion columns through its
-    ``log_extra`` (either absent: nothing)."""
-    log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
-    if callable(log_metric):
-        metrics = result.summary(prefix)
-        if scorer.saturation is not None and scorer.normalisers:
-            saturated = {s.task for s in scorer.saturation.status()}
-            for name in sorted(set(result.task)):
-                metrics[f"{prefix}/{name}/saturated"] = float(name in saturated)
-        for key, value in metrics.items():
-            log_metric(key, value)
-    if callable(log_extra):
-        tasks: list[str | None] = [None] * n
-        raw: list[float | None] = [None] * n
-        for k, i in enumerate(rows):
-            tasks[i], raw[i] = result.task[k], float(result.raw[k])
-        log_extra(f"{prefix}_task", tasks)
-        log_extra(f"{prefix}_raw", raw)
+    """Per-task metrics through TRL's ``log_metric`` (absent: nothing); ``values`` are what the
+    function returned for its rows (the reward, or one component), logged as ``reward``."""
+    log_metric = kwargs.get("log_metric")
+    if not callable(log_metric):
+        return
+    metrics = result.summary(prefix, reward=values)
+    if scorer.saturation is not None and scorer.normalisers:
+        saturated = {s.task for s in scorer.saturation.status()}
+        for name in sorted(set(result.task)):
+            metrics[f"{prefix}/{name}/saturated"] = float(name in saturated)
+    for key, value in metrics.items():
+        log_metric(key, value)
+
+
+def _columns(
+    prefix: str, result: Rewards | None, rows: Sequence[int], n: int, kwargs: Mapping[str, Any]
+) -> None:
+    """Each completion's task and raw reward through TRL's ``log_extra`` (absent: nothing),
+    None for a completion the function does not cover. Called for every batch, rows or none:
+    TRL keeps a column's values of an earlier step for a step that does not give them."""
+    log_extra = kwargs.get("log_extra")
+    if not callable(log_extra):
+        return
+    tasks: list[str | None] = [None] * n
+    raw: list[float | None] = [None] * n
+    for k, i in enumerate(rows):
+        assert result is not None
+        tasks[i], raw[i] = result.task[k], float(result.raw[k])
+    log_extra(f"{prefix}_task", tasks)
+    log_extra(f"{prefix}_raw", raw)
 
 
 def append_rollouts(
