@@ -257,6 +257,10 @@ def test_bad_ground_truth_and_completions_name_the_row(synthetic_gt: Any) -> Non
             json.dumps({"benchmark": "medvidbench", "item": {"qa_type": "tal"}}),
             "ground_truth\\[1\\]: Object missing required field",
         ),
+        (
+            json.dumps({"benchmark": "mcqa-demo", "item": {}}),
+            "ground_truth\\[1\\]: benchmark 'mcqa-demo' offers no training rewards",
+        ),
     ]
     for bad, message in cases:
         with pytest.raises(RewardInputError, match=message):
@@ -265,6 +269,34 @@ def test_bad_ground_truth_and_completions_name_the_row(synthetic_gt: Any) -> Non
         rewarder.score([42], [good])
     with pytest.raises(RewardInputError, match="2 completions but 1 ground truths"):
         rewarder.score(["a", "b"], [good])
+
+
+def test_a_lone_surrogate_is_read_as_a_replacement_character(
+    synthetic_gt: Any, tmp_path: Path
+) -> None:
+    """Bytes a pipeline kept undecoded (``surrogateescape``) in a completion: no UTF-8 encoder
+    takes them (the caption encoder's tokenizer raised TypeError, the rollouts file
+    UnicodeEncodeError); the answer is scored as with U+FFFD there, and the rollouts file
+    keeps it as an escape."""
+    from medvidbench.rewards.trl import append_rollouts
+
+    rows = {s.task: s for s in synthetic_gt.samples}
+    extras = spec_of(MEDVIDBENCH).row_extras(list(rows.values()))
+    truths = [
+        ground_truth_column(MEDVIDBENCH, s, e) for s, e in zip(rows.values(), extras, strict=True)
+    ]
+    raw = [s.answer.encode() + b" \xff" for s in rows.values()]
+    odd = [r.decode("utf-8", "surrogateescape") for r in raw]
+    fine = [r.decode("utf-8", "replace") for r in raw]
+    rewarder = Rewarder()
+    got, expected = rewarder.score(odd, truths), rewarder.score(fine, truths)
+    np.testing.assert_array_equal(got.reward, expected.reward)
+    chat = rewarder.score([[{"role": "assistant", "content": t}] for t in odd], truths)
+    np.testing.assert_array_equal(chat.reward, expected.reward)
+    path = tmp_path / "rollouts.jsonl"
+    append_rollouts(path, odd, truths)
+    back = [json.loads(line)["completion"] for line in path.read_text("utf-8").splitlines()]
+    assert back == odd
 
 
 def test_chat_completions_read_the_assistant_turn(synthetic_gt: Any) -> None:

@@ -175,6 +175,22 @@ def test_prepare_and_fit_report_bad_files(synthetic: dict[str, Path], tmp_path: 
     )
     assert result.exit_code != 0 and "do not match the ground truth" in result.output
     assert not (tmp_path / "s.json").exists()
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text("")
+    result = runner.invoke(
+        app,
+        [
+            "rewards",
+            "fit",
+            "--rollouts",
+            str(rollouts),
+            "--ground-truth",
+            str(synthetic["ground_truth"]),
+            "--out",
+            str(tmp_path / "s.json"),
+        ],
+    )
+    assert result.exit_code == 2 and "--ground-truth goes with a prediction file" in result.output
     result = runner.invoke(
         app,
         [

@@ -137,6 +137,11 @@ def fit(
         raise UsageError("give a prediction file (with --ground-truth) or --rollouts, not both")
     if predictions is not None and ground_truth is None:
         raise UsageError("a prediction file needs --ground-truth")
+    if rollouts is not None and ground_truth is not None:
+        raise UsageError(
+            "--ground-truth goes with a prediction file: a rollouts file carries each "
+            "completion's ground truth itself"
+        )
     output_file(out)
     bench = benchmarks.get(benchmark)
     llm = judge_for(judge, judge_model, judge_cache, bench)

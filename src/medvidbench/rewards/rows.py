@@ -5,6 +5,7 @@ benchmark's items, and the answer text of a completion.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -13,6 +14,8 @@ from medvidbench import benchmarks
 from medvidbench.core.benchmark import Benchmark
 from medvidbench.core.errors import UsageError
 from medvidbench.core.rewards import RewardSpec
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RewardInputError(UsageError):
@@ -53,6 +56,8 @@ def _decode(data: Any) -> tuple[str, Any, dict[str, Any]]:
         bench = benchmarks.get(slug)
     except UsageError as exc:
         raise ValueError(str(exc)) from None
+    if bench.rewards is None:
+        raise ValueError(f"benchmark {slug!r} offers no training rewards")
     item, extras = spec_of(bench).decode_item(data["item"])
     return slug, item, extras
 
@@ -71,7 +76,7 @@ def completion_text(completion: Any, where: str = "completion") -> str:
     """The answer text of a completion: a string, or chat messages (the last assistant turn's
     content, itself a string or a list of parts whose text parts are joined)."""
     if isinstance(completion, str):
-        return completion
+        return _encodable(completion)
     if isinstance(completion, dict):
         completion = [completion]
     if isinstance(completion, list):
@@ -79,17 +84,30 @@ def completion_text(completion: Any, where: str = "completion") -> str:
             if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
                 content = message.get("content", "")
                 if isinstance(content, str):
-                    return content
+                    return _encodable(content)
                 if isinstance(content, list):
-                    return "".join(
-                        str(p.get("text", ""))
-                        for p in content
-                        if isinstance(p, dict) and p.get("type", "text") == "text"
+                    return _encodable(
+                        "".join(
+                            str(p.get("text", ""))
+                            for p in content
+                            if isinstance(p, dict) and p.get("type", "text") == "text"
+                        )
                     )
         return ""
     raise RewardInputError(
         f"{where}: expected a string or chat messages, got {type(completion).__name__}"
     )
+
+
+def _encodable(text: str) -> str:
+    """The text with each lone surrogate (undecodable bytes a pipeline kept with
+    ``surrogateescape``) as U+FFFD: no UTF-8 encoder (the tokenizer's, a rollouts file's)
+    takes one, and an answer is read the same with the replacement character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def answered_rows(

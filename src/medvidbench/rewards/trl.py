@@ -267,11 +267,22 @@ def append_rollouts(
     """Append completions and their ground-truth columns to a JSON-lines rollouts file (one
     write per batch; give each training process a file of its own)."""
     lines = "".join(
-        json.dumps({"completion": c, "ground_truth": g}, ensure_ascii=False) + "\n"
+        _line({"completion": c, "ground_truth": g})
         for c, g in zip(completions, ground_truths, strict=True)
     )
     with Path(path).open("a", encoding="utf-8") as fh:
         fh.write(lines)
+
+
+def _line(row: Mapping[str, Any]) -> str:
+    """One JSON line, readable as UTF-8 text; a completion holding a lone surrogate (bytes a
+    pipeline kept undecoded) has it written as an escape, which no UTF-8 file can hold."""
+    line = json.dumps(row, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(row)
+    return line + "\n"
 
 
 __all__ = ["Rewards", "append_rollouts", "reward_function"]
