@@ -388,6 +388,10 @@ def test_the_systemd_units_run(stack: Stack) -> None:
     # the units' own Environment= line: one metrics folder for every process of the machine,
     # the RuntimeDirectory systemd makes for both units and keeps
     for unit in (web_unit, worker_unit):
+        # ProtectSystem=strict makes the machine's /tmp read-only, where an upload over 1 MiB
+        # is spooled (an operator's walk: every such upload refused); the unit's own /tmp
+        if unit["ProtectSystem"] == "strict":
+            assert unit["PrivateTmp"] == "true"
         assert unit["Environment"] == "PROMETHEUS_MULTIPROC_DIR=/run/medvidbench-metrics"
         assert unit["RuntimeDirectory"] == "medvidbench-metrics"
         assert unit["RuntimeDirectoryPreserve"] == "yes"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -130,6 +131,27 @@ def test_metrics_are_not_public(tmp_path: Path, synthetic: dict[str, Path]) -> N
         assert (
             client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         )
+
+
+def test_an_empty_token_is_no_token(
+    tmp_path: Path, synthetic: dict[str, Path], monkeypatch: Any
+) -> None:
+    """env.example's ``MEDVIDBENCH_METRICS_TOKEN=`` uncommented as it is: as if unset (404),
+    never a token that an empty ``Authorization: Bearer`` matches (an operator's walk got the
+    metrics of the web and of a worker's port that way)."""
+    from medvidbench.core.config import load_settings
+
+    for empty in ("", "  "):
+        monkeypatch.setenv("MEDVIDBENCH_METRICS_TOKEN", empty)
+        assert load_settings().metrics_token is None
+    runtime = build_runtime(tmp_path, None, synthetic["ground_truth"], metrics_allow="10.0.0.0/8")
+    runtime.settings.metrics_token = SecretStr("")  # however it got there
+    assert scrape_allowed(runtime, "192.168.1.1", "Bearer") is False
+    assert scrape_allowed(runtime, "192.168.1.1", "Bearer ") is False
+    with TestClient(create_app(runtime)) as client:
+        for header in ("Bearer", "Bearer ", "bearer  "):
+            answer = client.get("/metrics", headers={"Authorization": header})
+            assert answer.status_code == 401 and "medvidbench_" not in answer.text
 
 
 def test_allowed_addresses(tmp_path: Path, synthetic: dict[str, Path]) -> None:

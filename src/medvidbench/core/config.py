@@ -265,6 +265,14 @@ class Settings(BaseSettings):
                 raise ValueError(f"{net!r} is not an address or a network (CIDR)") from None
         return value
 
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _no_empty_token(cls, value: Any) -> Any:
+        # env.example's line uncommented as it is: unset, never a token anyone can send
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
     @field_validator("secret_key")
     @classmethod
     def _strong_secret(cls, value: SecretStr | None) -> SecretStr | None:

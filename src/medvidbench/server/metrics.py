@@ -172,8 +172,10 @@ def scrape_allowed(runtime: Runtime, address: str | None, authorization: str | N
     if settings.metrics_token is not None and authorization:
         scheme, _, given = authorization.partition(" ")
         expected = settings.metrics_token.get_secret_value()
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), expected.encode()
+        if (
+            scheme.lower() == "bearer"
+            and expected
+            and hmac.compare_digest(given.strip().encode(), expected.encode())
         ):
             return True
     if address and allow:
