@@ -137,3 +137,29 @@ def test_a_misconfigured_judge_fails_fast(
         monkeypatch.setenv(name, value)
     with pytest.raises(UsageError, match=message):
         judge_state(load_settings())
+
+
+def test_an_environment_file_is_read_as_systemd_reads_it(tmp_path: Path) -> None:
+    """``--env-file``: what a shell's ``.`` would run (spaces, ``$``, ``&``, ``;``) is read as
+    text; quotes are removed, comments skipped, a bad line named."""
+    from medvidbench.core.config import read_environment_file
+
+    env = tmp_path / "env"
+    env.write_text(
+        "# comment\n; another\n\nMEDVIDBENCH_METRICS_ALLOW=10.0.0.0/8, ::1\n"
+        'A="x$y&z;w"\nB=\'single "q"\'\nC="say \\"hi\\" \\\\ bye"\n  D = spaced  \nE=\n',
+        encoding="utf-8",
+    )
+    assert read_environment_file(env) == {
+        "MEDVIDBENCH_METRICS_ALLOW": "10.0.0.0/8, ::1",
+        "A": "x$y&z;w",
+        "B": 'single "q"',
+        "C": 'say "hi" \\ bye',
+        "D": "spaced",
+        "E": "",
+    }
+    env.write_text("A=1\nnot a setting\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="line 2: expected KEY=value"):
+        read_environment_file(env)
+    with pytest.raises(UsageError, match="--env-file"):
+        read_environment_file(tmp_path / "missing")

@@ -263,9 +263,10 @@ def test_the_pages_medvidbench_commands_run_in_order(
     tmp_path: Path, synthetic: dict[str, Path]
 ) -> None:
     """Every medvidbench command of a code block, in the page's order, on PostgreSQL: the
-    one-off compose commands in a container's place, backup, restore into a database made by
-    the page's ``createdb medvidbench``, re-score."""
-    assert "createdb medvidbench" in _prose_commands()
+    one-off compose commands in a container's place, backup, restore into a database made as
+    the page makes it (``createdb --owner leaderboard ...``: owned by the server's role, which
+    restores it; PostgreSQL 15 lets only the owner create tables), re-score."""
+    assert "createdb --owner leaderboard leaderboard" in _prose_commands()
     backups = tmp_path / "backups"
     with private_postgres() as pg:
         base = pg.url.rsplit("/", 1)[0]
@@ -308,10 +309,13 @@ def test_the_pages_medvidbench_commands_run_in_order(
                 continue  # not medvidbench, or given again for another way to deploy
             ran.append(" ".join(args))
             if args[0] == "restore":
-                _as_postgres(pg, "createdb", "medvidbench")  # the page: a new database
+                # the page: a new database owned by the server's role (not a superuser)
+                _as_postgres(pg, "createuser", "leaderboard")
+                _as_postgres(pg, "createdb", "--owner", "leaderboard", "medvidbench")
                 restored = run(
                     args,
-                    MEDVIDBENCH_DATABASE_URL=f"{base}/medvidbench",
+                    MEDVIDBENCH_DATABASE_URL=f"{base.replace('//postgres@', '//leaderboard@')}"
+                    "/medvidbench",
                     MEDVIDBENCH_DATA_DIR=str(tmp_path / "restored"),
                 )
                 assert "restored" in restored, restored

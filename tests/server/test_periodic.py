@@ -13,7 +13,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from medvidbench.core.config import Settings
+from medvidbench.core.config import Settings, read_environment_file
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.catalogue import load_benchmark
 from medvidbench.server.services.submissions import submit
@@ -73,9 +73,15 @@ def test_a_running_worker_reaps_a_submission_that_lost_its_job_within_a_minute(
 
 
 def _server_env_file(path: Path, data: Path) -> Path:
-    """An /etc/medvidbench/env of a server, in the EnvironmentFile format (KEY=value)."""
+    """An /etc/medvidbench/env of a server, in the EnvironmentFile format (KEY=value), with
+    values a shell would run rather than read (a shell's ``.`` once stopped the line on the
+    second: no archive)."""
     path.write_text(
-        f"MEDVIDBENCH_DATA_DIR={data}\nMEDVIDBENCH_BENCHMARKS=medvidbench\n", encoding="utf-8"
+        f"# the service's settings\nMEDVIDBENCH_DATA_DIR={data}\n"
+        "MEDVIDBENCH_METRICS_ALLOW=10.0.0.0/8, ::1\n"
+        'MEDVIDBENCH_JUDGE_MODEL="a$b&c;d"\n'
+        "MEDVIDBENCH_BENCHMARKS=medvidbench\n",
+        encoding="utf-8",
     )
     return path
 
@@ -108,6 +114,8 @@ def test_the_nightly_cron_line_backs_up_the_server_and_keeps_fourteen_days(
     backups.mkdir()
     old = _aged(backups, "medvidbench-20261001-031500.tar.gz", 20)
     recent = _aged(backups, "medvidbench-20261115-031500.tar.gz", 10)
+    fortnight = _aged(backups, "medvidbench-20261111-031500.tar.gz", 14.05)  # the 15th: gone
+    kept = _aged(backups, "medvidbench-20261112-031500.tar.gz", 13.05)  # the 14th: kept
     other = _aged(backups, "notes.txt", 40)
     env_file = _server_env_file(tmp_path / "env", server.data_dir)
 
@@ -122,9 +130,10 @@ def test_the_nightly_cron_line_backs_up_the_server_and_keeps_fourteen_days(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    made = sorted(set(backups.glob("medvidbench-*.tar.gz")) - {old, recent})
+    made = sorted(set(backups.glob("medvidbench-*.tar.gz")) - {old, recent, fortnight, kept})
     assert len(made) == 1 and re.fullmatch(r"medvidbench-\d{8}-\d{6}\.tar\.gz", made[0].name)
     assert not old.exists() and recent.exists() and other.exists()
+    assert not fortnight.exists() and kept.exists()
     assert tarfile.is_tarfile(made[0])
 
     restored = subprocess.run(
@@ -159,7 +168,9 @@ def test_the_backup_timer_runs_the_same_backup_at_the_same_time(
     assert service["Type"] == "oneshot" and timer["Persistent"] == "true"
     assert timer["OnCalendar"] == "*-*-* 03:15:00"  # the cron line's 15 3 * * *
     assert unit["Install"]["WantedBy"] == "timers.target"
-    assert service["ExecStart"] in cron_line()  # the very command cron runs
+    # the very command cron runs, which reads the same env file itself
+    program, rest = service["ExecStart"].split(" ", 1)
+    assert f"{program} --env-file {service['EnvironmentFile']} {rest}" in cron_line()
     server = build_runtime(tmp_path / "server", None, synthetic["ground_truth"])
     before = snapshot(server)
     backups = tmp_path / "backups"
@@ -167,9 +178,8 @@ def test_the_backup_timer_runs_the_same_backup_at_the_same_time(
     env_file = _server_env_file(tmp_path / "env", server.data_dir)
     assert service["EnvironmentFile"] == "/etc/medvidbench/env"
     # systemd: the EnvironmentFile's KEY=value lines are the command's environment
-    declared = dict(
-        line.split("=", 1) for line in env_file.read_text(encoding="utf-8").splitlines()
-    )
+    declared = read_environment_file(env_file)
+    assert declared["MEDVIDBENCH_JUDGE_MODEL"] == "a$b&c;d"  # as systemd reads it
     command = shlex.split(_local(service["ExecStart"], env_file, backups))
     done = subprocess.run(
         command, env={**_clean_env(), **declared}, capture_output=True, text=True, timeout=300

@@ -112,10 +112,16 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         ctx.exit()
 
 
-def _root(no_color: bool) -> None:
+@friendly
+def _root(no_color: bool, env_file: Path | None) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
     if no_color:
         consoles.use_plain_output(err)
+    if env_file is not None:
+        from medvidbench.core.config import read_environment_file
+
+        for key, value in read_environment_file(env_file).items():
+            os.environ.setdefault(key, value)  # as the service sees them; the caller's own win
 
 
 app = Group(
@@ -135,6 +141,12 @@ app = Group(
             ["--no-color", "no_color"],
             is_flag=True,
             help="Plain output: no colour, bold or other escape sequence (as NO_COLOR=1 does).",
+        ),
+        click.Option(
+            ["--env-file", "env_file"],
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Read settings from this file as systemd's EnvironmentFile= does (the service's "
+            "/etc/medvidbench/env, for a cron job); the environment's own values win.",
         ),
     ],
 )

@@ -6,6 +6,7 @@ time; call :func:`load_settings` (or construct :class:`Settings`) where it is ne
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -314,6 +315,40 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field(
         "text", description="Log lines of serve and worker: text, or one JSON object a line."
     )
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def read_environment_file(path: Path) -> dict[str, str]:
+    """The variables of a file in the format of systemd's ``EnvironmentFile=``: ``KEY=value``
+    lines, ``#`` and ``;`` comment lines, the value's surrounding whitespace dropped and one
+    pair of quotes around it removed (in double quotes, ``\\"`` and ``\\\\`` are read as
+    ``"`` and ``\\``). Nothing is expanded and no shell reads it, so a value may hold spaces,
+    ``$``, ``&`` or ``;`` (a shell's ``.`` runs those).
+
+    Raises:
+        UsageError: the file cannot be read, or a line is not ``KEY=value`` (its number said).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--env-file {str(path)!r}: {exc}") from None
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not _NAME.fullmatch(key):
+            raise UsageError(f"--env-file {str(path)!r}, line {number}: expected KEY=value")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            quote, value = value[0], value[1:-1]
+            if quote == '"':
+                value = re.sub(r'\\(["\\])', r"\1", value)
+        out[key] = value
+    return out
 
 
 def load_settings(**overrides: object) -> Settings:
