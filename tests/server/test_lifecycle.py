@@ -414,3 +414,28 @@ def test_a_rescore_whose_worker_died_is_run_again_by_the_reaper(
     assert evaluations.lost_rescores(runtime) == []
     kinds = [e["kind"] for e in log(runtime, sub.id, full=True)]
     assert kinds[-1] == "rescore-failed" and kinds.count("rescore-started") == 5
+
+
+def test_a_judge_job_finding_the_database_unreachable_is_rescheduled(
+    runtime: Runtime, alice: User, synthetic: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a score job: one back-off line and the job again later, not a traceback and a lost
+    job (the judge step looked up the submission's benchmark outside its outage handling)."""
+    from sqlalchemy.exc import OperationalError
+
+    from medvidbench.server import jobs as jobs_module
+    from medvidbench.server.jobs import Jobs
+
+    jobs = runtime.queue
+    assert isinstance(jobs, Jobs)
+    sub = submit(runtime, alice, synthetic["weak"].read_bytes(), "Judged later")
+
+    def unreachable(*args: Any) -> str:
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    scheduled: list[Any] = []
+    monkeypatch.setattr(jobs_module, "benchmark_of", unreachable)
+    monkeypatch.setattr(jobs, "_later", lambda task, sid, attempt, lease: scheduled.append(sid))
+    jobs._slugs.clear()
+    assert jobs._judge_step(sub.id, 0) == "later"
+    assert scheduled == [sub.id]

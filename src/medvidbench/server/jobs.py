@@ -241,7 +241,16 @@ class Jobs:
         from medvidbench.server.store.judge_cache import DatabaseJudgeCache
 
         try:
-            judging = self.runtime.definition(benchmark_of(self.runtime, submission_id)).judging
+            slug = self.benchmark_of(submission_id)
+        except Exception as exc:  # the database is unreachable: as below, try again later
+            self._later(
+                self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
+            )
+            if self.huey.outages.failed(exc):
+                return "later"
+            raise
+        try:
+            judging = self.runtime.definition(slug).judging
             config = JudgeConfig.from_settings(
                 self.runtime.settings, prompt_version=judging.rubric.version if judging else ""
             )
