@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from medvidbench.core.config import Settings
 from medvidbench.core.errors import NotMigratedError
 from medvidbench.server.jobs import attach_queue
 from medvidbench.server.runtime import Runtime
@@ -187,4 +188,27 @@ def test_db_upgrade_names_both_revisions(tmp_path: Path, postgres_url: str) -> N
     assert re.fullmatch(
         rf"upgraded the schema from revision 0007 to {head_revision()}\n", done.stdout
     ), done.stderr
+    rt.engine.dispose()
+
+
+def test_a_database_a_later_release_migrated_is_named_so(tmp_path: Path) -> None:
+    """Not 'run db upgrade' (which then failed with alembic's traceback): the revision is
+    unknown to this code, so a later release made it; both the start and db upgrade say so."""
+    from sqlalchemy import text
+
+    rt = Runtime(Settings(data_dir=tmp_path / "data"))  # type: ignore[call-arg]
+    rt.upgrade_database()
+    with rt.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(NotMigratedError, match="revision 9999, which this version of medvidbench"):
+        rt.check_database()
+    done = subprocess.run(
+        [*CLI, "db", "upgrade"],
+        env=_env(tmp_path / "data"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "a later release migrated it" in done.stderr and "Traceback" not in done.stderr
     rt.engine.dispose()

@@ -260,12 +260,19 @@ class NotMigratedError(MedVidBenchError):
     http_status = 503
     exit_code = ExitCode.USAGE
 
-    def __init__(self, current: str | None, head: str) -> None:
+    def __init__(self, current: str | None, head: str, newer: bool = False) -> None:
         where = "has no schema" if current is None else f"is at revision {current}"
-        super().__init__(
-            f"the database {where}, this version of medvidbench needs revision {head}: run "
-            "'medvidbench db upgrade' (with the same settings) before starting it"
-        )
+        if newer:  # a later release migrated it: no upgrade of this code's knows the way back
+            super().__init__(
+                f"the database is at revision {current}, which this version of medvidbench "
+                f"does not know (it needs {head}): a later release migrated it. Run that "
+                "release, or restore a backup made before that upgrade"
+            )
+        else:
+            super().__init__(
+                f"the database {where}, this version of medvidbench needs revision {head}: "
+                "run 'medvidbench db upgrade' (with the same settings) before starting it"
+            )
         self.current, self.head = current, head
 
 

@@ -140,7 +140,8 @@ def check_migrated(engine: Engine) -> str:
     """
     current, head = current_revision(engine), head_revision()
     if current != head:
-        raise NotMigratedError(current, head)
+        newer = current is not None and current not in known_revisions()
+        raise NotMigratedError(current, head, newer=newer)
     return head
 
 
@@ -151,6 +152,8 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     from alembic.config import Config
 
     before = current_revision(engine)
+    if before is not None and before not in known_revisions():
+        raise NotMigratedError(before, head_revision(), newer=True)  # not alembic's traceback
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     sqlite = engine.dialect.name == "sqlite"
