@@ -163,3 +163,16 @@ def test_an_environment_file_is_read_as_systemd_reads_it(tmp_path: Path) -> None
         read_environment_file(env)
     with pytest.raises(UsageError, match="--env-file"):
         read_environment_file(tmp_path / "missing")
+
+
+def test_an_empty_judge_seed_sends_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As documented: ``MEDVIDBENCH_JUDGE_SEED=`` (or ``none``) sends no seed; it once stopped
+    every process with 'Input should be a valid integer'."""
+    for empty in ("", " ", "none", "None"):
+        monkeypatch.setenv("MEDVIDBENCH_JUDGE_SEED", empty)
+        assert load_settings().judge_seed is None
+    monkeypatch.setenv("MEDVIDBENCH_JUDGE_SEED", "7")
+    assert load_settings().judge_seed == 7
+    monkeypatch.setenv("MEDVIDBENCH_JUDGE_SEED", "seven")
+    with pytest.raises(UsageError, match="MEDVIDBENCH_JUDGE_SEED"):
+        load_settings()

@@ -207,7 +207,7 @@ class Settings(BaseSettings):
     judge_seed: int | None = Field(
         0,
         description="Seed sent with every request (endpoints that support it are then more "
-        "reproducible); empty to send none.",
+        "reproducible); empty (or none) to send none.",
     )
     judge_concurrency: int = Field(
         32,
@@ -264,6 +264,14 @@ class Settings(BaseSettings):
                 ipaddress.ip_network(net, strict=False)
             except ValueError:
                 raise ValueError(f"{net!r} is not an address or a network (CIDR)") from None
+        return value
+
+    @field_validator("judge_seed", mode="before")
+    @classmethod
+    def _no_seed(cls, value: Any) -> Any:
+        # "empty to send none", as documented (an empty string is not an integer)
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None
         return value
 
     @field_validator("metrics_token", mode="before")
