@@ -94,3 +94,40 @@ def test_a_write_the_system_refuses_later_is_one_line(
         line = f"cannot use {str(out)!r}: {os.strerror(code)}"
         assert line in result.output.replace("\n", ""), result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "said"),
+    [
+        (
+            "postgresql+psycopg://postgres@127.0.0.1:1/x",
+            7,
+            "the database cannot be reached: OperationalError: connection",
+        ),
+        ("postgres://x@127.0.0.1/y", 2, "MEDVIDBENCH_DATABASE_URL cannot be used: Can't load"),
+        ("postgresql+psycopg2://x@127.0.0.1/y", 2, "names the driver psycopg2, which is not"),
+        ("notaurl", 2, "MEDVIDBENCH_DATABASE_URL cannot be used: Could not parse"),
+    ],
+)
+def test_a_database_that_cannot_be_used_is_one_line(
+    tmp_path: Path, url: str, code: int, said: str
+) -> None:
+    """An operator's mistyped or unreachable database: one line and an exit code that says
+    whether to try again (docs/cli.md), never a traceback of 140 lines."""
+    result = runner.invoke(
+        app,
+        ["db", "upgrade", "--data-dir", str(tmp_path / "data")],
+        env={"MEDVIDBENCH_DATABASE_URL": url},
+    )
+    assert result.exit_code == code, result.output
+    assert said in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_queue_url_that_is_not_redis_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["db", "upgrade", "--data-dir", str(tmp_path / "data")],
+        env={"MEDVIDBENCH_QUEUE_URL": "amqp://guest@127.0.0.1//"},
+    )
+    assert result.exit_code == 2 and "is not a Redis URL: redis://HOST:PORT/DB" in result.output

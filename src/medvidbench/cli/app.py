@@ -62,8 +62,42 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
             message = f"cannot use {where!r}: {exc.strerror or exc}"
             err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
             raise click.exceptions.Exit(code) from None
+        except Exception as exc:
+            said = _database_problem(exc)
+            if said is None:
+                raise
+            err.print(f"[bold red]error:[/] {escape(said[0])}", highlight=False, soft_wrap=True)
+            raise click.exceptions.Exit(said[1]) from None
 
     return wrapper
+
+
+def _database_problem(exc: Exception) -> tuple[str, ExitCode] | None:
+    """A server command's database that cannot be used, in one line: a URL SQLAlchemy cannot
+    read or whose driver is not installed (a usage error), or a database that does not answer
+    (try again later); None for anything else (a real traceback)."""
+    module = type(exc).__module__
+    if isinstance(exc, ModuleNotFoundError) and exc.name in _DRIVERS:
+        return (
+            f"MEDVIDBENCH_DATABASE_URL names the driver {exc.name}, which is not installed; "
+            "PostgreSQL is postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE",
+            ExitCode.USAGE,
+        )
+    if not module.startswith("sqlalchemy"):
+        return None
+    from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
+
+    from medvidbench.server.outages import describe
+
+    if isinstance(exc, ArgumentError):  # NoSuchModuleError is one: an unknown dialect
+        return f"MEDVIDBENCH_DATABASE_URL cannot be used: {exc}", ExitCode.USAGE
+    if isinstance(exc, OperationalError | InterfaceError):
+        orig = getattr(exc, "orig", None) or exc
+        return f"the database cannot be reached: {describe(orig)}", ExitCode.RETRY_LATER
+    return None
+
+
+_DRIVERS = {"psycopg2", "psycopg", "pymysql", "MySQLdb", "asyncpg", "pg8000", "cx_Oracle"}
 
 
 _PATH_ERRORS = {

@@ -266,6 +266,15 @@ class Settings(BaseSettings):
                 raise ValueError(f"{net!r} is not an address or a network (CIDR)") from None
         return value
 
+    @field_validator("queue_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"{value!r} is not a Redis URL: redis://HOST:PORT/DB (or rediss://, unix://)"
+            )
+        return value
+
     @field_validator("judge_seed", mode="before")
     @classmethod
     def _no_seed(cls, value: Any) -> Any:
