@@ -32,7 +32,7 @@ from medvidbench.rewards import Rewarder, fit
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rewards.md"
 MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
-LEGACY = re.compile(r"^\+?(custom_reward_function\.|reward_model\.)")
+LEGACY = re.compile(r"^\+{0,2}(custom_reward_function\.|reward_model\.)")
 
 
 def _need_verl() -> Any:
