@@ -176,3 +176,15 @@ def test_an_empty_judge_seed_sends_none(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("MEDVIDBENCH_JUDGE_SEED", "seven")
     with pytest.raises(UsageError, match="MEDVIDBENCH_JUDGE_SEED"):
         load_settings()
+
+
+def test_the_settings_read_only_from_the_environment_are_named() -> None:
+    """configuration.md names the variables that are not ``Settings`` fields (and so are not
+    read from ``.env``): an operator's walk put MEDVIDBENCH_BENCHMARK in .env to no effect."""
+    import re
+
+    documented = set(re.findall(r"\| `(MEDVIDBENCH_[A-Z_]+)`", DOC))
+    fields = {f"MEDVIDBENCH_{name.upper()}" for name in Settings.model_fields}
+    intro = DOC.split("| variable |", 1)[0]
+    for name in documented - fields:
+        assert f"`{name}`" in intro, name
