@@ -45,7 +45,17 @@ def test_the_version_is_the_newest_release_of_the_changelog() -> None:
 
     changelog = (Path(__file__).parent.parent / "CHANGELOG.md").read_text("utf-8")
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, flags=re.MULTILINE)
-    assert releases and releases[0] == __version__, (releases[:1], __version__)
+    assert releases
+    unreleased = re.search(r"^## \[Unreleased\]\n(.*?)^## \[", changelog, re.M | re.S)
+    if unreleased is None or not unreleased.group(1).strip():
+        assert releases[0] == __version__, (releases[:1], __version__)
+        return
+    # changes since the last release: the next one's development version, never the last's
+    # (two checkouts 200 commits apart once both said 0.1.0)
+    found = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)\.dev\d+", __version__)
+    assert found, __version__
+    newest = tuple(int(n) for n in releases[0].split("."))
+    assert tuple(int(n) for n in found.groups()) > newest, (__version__, releases[0])
 
 
 def test_synth_then_validate(tmp_path: Path) -> None:
