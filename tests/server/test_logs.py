@@ -112,3 +112,25 @@ def test_a_failed_job_names_its_submission(capsys: pytest.CaptureFixture[str]) -
     )
     for record in records:
         assert record["submission_id"] == 41 and record["benchmark"] == "medsg", record
+
+
+def test_web_processes_log_no_line_per_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """The web processes under uvicorn log warnings and errors (configuration.md): uvicorn's
+    access logger, at INFO of its own, once wrote a JSON line for every request."""
+    import logging
+
+    from medvidbench.core.config import Settings
+    from medvidbench.server.logs import configure_logging
+
+    access = logging.getLogger("uvicorn.access")
+    access.setLevel(logging.INFO)  # as uvicorn configures it before the app's factory runs
+    handler = configure_logging(Settings(log_format="json"), level=logging.WARNING)  # type: ignore[call-arg]
+    try:
+        access.info('127.0.0.1:1 - "GET / HTTP/1.1" 200')
+        logging.getLogger("uvicorn.error").warning("kept")
+        lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+        assert [line["message"] for line in lines] == ["kept"]
+    finally:
+        logging.getLogger().removeHandler(handler)
+        for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+            logging.getLogger(name).setLevel(logging.NOTSET)

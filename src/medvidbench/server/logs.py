@@ -140,9 +140,11 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
-    # uvicorn's loggers (under plain uvicorn, configured before the app) write through it too.
+    # uvicorn's loggers (under plain uvicorn, configured before the app) write through it too,
+    # at the same level (uvicorn sets its access log to INFO: a line per request otherwise).
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+        logger.setLevel(level)
     return handler
