@@ -78,3 +78,32 @@ def test_a_run_that_scores_nothing_wears_no_medal(tmp_path: Path, demo: dict[str
         assert all(v in (0.0, None) for v in zero.metrics.values())
     finally:
         rt.engine.dispose()
+
+
+def test_a_misspelt_scoring_option_is_refused_not_ignored(tmp_path: Path) -> None:
+    """A researcher's walk: ``coords=0-1000`` (for ``coordinates``) and a misspelt benchmark
+    were scored as if in pixels, with no word; every place a user gives options refuses them."""
+    from medvidbench import benchmarks, library
+    from medvidbench.benchmarks.medsg.synth import write_synthetic
+    from medvidbench.core.errors import UsageError
+    from medvidbench.rewards import Rewarder
+
+    files = write_synthetic(tmp_path, 40, 1)
+    for options, message in (
+        ({"medsg": {"coords": "0-1000"}}, "medsg has no scoring option 'coords' \\(it takes: "),
+        ({"medsgg": {"coordinates": "0-1000"}}, "unknown benchmark 'medsgg'"),
+        ({"medvidbench": {"parser": "old"}}, "medvidbench has no scoring option 'parser'"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            Rewarder(options=options)
+    with pytest.raises(UsageError, match="no scoring option 'coords'"):
+        library.evaluate(
+            files["results_strong"],
+            files["ground_truth"],
+            "corrected",
+            benchmark="medsg",
+            options={"coords": "0-1000"},
+        )
+    # the names it takes still work, and a file's own declarations are not options to check
+    assert benchmarks.get("medsg").option_names == ("parser", "coordinates")
+    Rewarder(options={"medsg": {"coordinates": "0-1000", "parser": "strong"}})

@@ -188,6 +188,7 @@ def score(
 
     from medvidbench import benchmarks
     from medvidbench.rewards import Rewarder, answered_rows
+    from medvidbench.rewards.rows import declared_options
 
     bench = benchmarks.get(benchmark)
     llm = judge_for(judge, judge_model, judge_cache, bench)
@@ -203,7 +204,7 @@ def score(
         stats,
         k=k,
         judge=llm,
-        options={bench.slug: {**matched.options, **parse_options(option or [])}},
+        options={bench.slug: {**declared_options(bench, matched), **parse_options(option or [])}},
     )
     out = rewarder.score_items(rows, answers)
     groups: dict[tuple[str, str], list[int]] = {}

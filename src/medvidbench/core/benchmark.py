@@ -277,6 +277,9 @@ class Benchmark(Generic[ItemT]):
             package's default all-MiniLM-L6-v2 embedder, loaded when a scorer asks).
         check_options: ``(scoring options, profile) -> problem or None``: whether a
             submission's declared options can be scored under a profile.
+        option_names: The scoring options a user may set (``--option KEY=VALUE``, a
+            rewarder's ``options``, ``evaluate(options=...)``); any other name is refused as a
+            typo (:meth:`check_option_names`). A submission's own declarations are not.
         derived_metrics: ``(task metrics) -> more metrics``: metrics of no single task (an
             overall average), computed from the tasks' metrics after scoring.
         breakdowns: Named groupings of the test items beside ``dataset`` (MedFrameQA's organ
@@ -307,6 +310,7 @@ class Benchmark(Generic[ItemT]):
     labels: Labels = "hidden"
     embedder: Callable[[], Embedder] | None = None
     check_options: Callable[[Mapping[str, Any], Profile], str | None] | None = None
+    option_names: tuple[str, ...] = ()
     derived_metrics: Callable[[dict[str, float | None]], dict[str, float | None]] | None = None
     breakdowns: Mapping[str, Callable[[ItemT], str]] = field(default_factory=dict)
     presentation: Presentation = field(default_factory=Presentation)
@@ -315,6 +319,21 @@ class Benchmark(Generic[ItemT]):
     demo: DemoData | None = None
     rewards: Callable[[], RewardSpec[ItemT]] | None = None
     importers: Mapping[str, Importer] = field(default_factory=dict)
+
+    def check_option_names(self, options: Mapping[str, Any]) -> None:
+        """Refuse scoring options this benchmark does not take (a misspelt one would be
+        ignored, and the answers scored as without it).
+
+        Raises:
+            UsageError: naming the unknown options and those the benchmark takes.
+        """
+        unknown = sorted(set(options) - set(self.option_names))
+        if unknown:
+            takes = ", ".join(self.option_names) if self.option_names else "none"
+            raise UsageError(
+                f"{self.slug} has no scoring option {', '.join(map(repr, unknown))} "
+                f"(it takes: {takes})"
+            )
 
     def __post_init__(self) -> None:
         tasks = {t.name for t in self.tasks}

@@ -230,6 +230,8 @@ def plan(
         for t in selected
         if t in judged_scorers and matched.report.coverage[t].status == "complete"
     ]
+    if options:
+        benchmark.check_option_names(options)
     ctx = ctx or Context(embedder_factory=benchmark.embedder)
     ctx.options = {**ctx.options, **matched.options, **(options or {})}
     if options:

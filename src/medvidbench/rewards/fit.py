@@ -18,6 +18,7 @@ from medvidbench.rewards.rows import (
     RewardInputError,
     answered_rows,
     completion_text,
+    declared_options,
     decode_row,
     spec_of,
 )
@@ -68,7 +69,7 @@ def fit(
         answers,
         Rewarder(
             judge=judge,
-            options={bench.slug: {**matched.options, **(options or {})}},
+            options={bench.slug: {**declared_options(bench, matched), **(options or {})}},
             embedder=embedder,
             board_format=False,  # the statistics are of the raw terms, which it does not change
             variants=variants,

@@ -224,6 +224,8 @@ class Rewarder:
         self.judge = judge
         for normaliser in self.normalisers.values():
             self._check_judge(normaliser.stats)
+        for slug, given in (options or {}).items():  # a typo in either: refused, not ignored
+            benchmarks.get(slug).check_option_names(given)
         self.options = {slug: dict(v) for slug, v in (options or {}).items()}
         self._embedder = embedder
 

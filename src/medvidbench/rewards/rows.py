@@ -110,6 +110,12 @@ def _encodable(text: str) -> str:
     return text
 
 
+def declared_options(bench: Benchmark, matched: Any) -> dict[str, Any]:
+    """The scoring options a prediction file declares that a rewarder takes (a file also
+    carries what its checks recorded, MedSG-Bench's claimed IoUs and model name: not options)."""
+    return {k: v for k, v in matched.options.items() if k in bench.option_names}
+
+
 def answered_rows(
     bench: Benchmark, gt: Any, matched: Any
 ) -> tuple[list[tuple[str, Any, dict[str, Any]]], list[Any]]:

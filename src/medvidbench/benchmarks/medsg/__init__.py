@@ -292,6 +292,7 @@ BENCHMARK: Benchmark[Item] = Benchmark(
     scorers=_scorers,
     derived_metrics=_overall,
     check_options=_check_options,
+    option_names=("parser", "coordinates"),
     labels="public",
     demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),
     rewards=_rewards,
