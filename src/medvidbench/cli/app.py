@@ -85,16 +85,13 @@ def _database_problem(exc: Exception) -> tuple[str, ExitCode] | None:
         )
     if not module.startswith("sqlalchemy"):
         return None
-    from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
+    from medvidbench.server.outages import unusable_database
 
-    from medvidbench.server.outages import describe
-
-    if isinstance(exc, ArgumentError):  # NoSuchModuleError is one: an unknown dialect
-        return f"MEDVIDBENCH_DATABASE_URL cannot be used: {exc}", ExitCode.USAGE
-    if isinstance(exc, OperationalError | InterfaceError):
-        orig = getattr(exc, "orig", None) or exc
-        return f"the database cannot be reached: {describe(orig)}", ExitCode.RETRY_LATER
-    return None
+    found = unusable_database(exc)
+    if found is None:
+        return None
+    message, later = found
+    return message, ExitCode.RETRY_LATER if later else ExitCode.USAGE
 
 
 _DRIVERS = {"psycopg2", "psycopg", "pymysql", "MySQLdb", "asyncpg", "pg8000", "cx_Oracle"}

@@ -24,6 +24,20 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def unusable_database(exc: BaseException) -> tuple[str, bool] | None:
+    """Why a command cannot use its database, in one line, and whether trying again later can
+    help: a URL SQLAlchemy cannot read (an unknown dialect among them), or a database that does
+    not answer; None for any other error."""
+    from sqlalchemy.exc import ArgumentError
+
+    if isinstance(exc, ArgumentError):  # NoSuchModuleError is one: an unknown dialect
+        return f"MEDVIDBENCH_DATABASE_URL cannot be used: {exc}", False
+    if is_database_outage(exc):
+        orig = getattr(exc, "orig", None) or exc
+        return f"the database cannot be reached: {describe(orig)}", True
+    return None
+
+
 def is_queue_outage(exc: BaseException) -> bool:
     """Whether ``exc`` says the job queue (Redis, or the SQLite queue file) cannot be used."""
     import sqlite3
