@@ -107,6 +107,7 @@ def test_a_write_the_system_refuses_later_is_one_line(
         ("postgres://x@127.0.0.1/y", 2, "MEDVIDBENCH_DATABASE_URL cannot be used: Can't load"),
         ("postgresql+psycopg2://x@127.0.0.1/y", 2, "names the driver psycopg2, which is not"),
         ("notaurl", 2, "MEDVIDBENCH_DATABASE_URL cannot be used: Could not parse"),
+        ("sqlite:////nonexistent-folder/x.sqlite3", 2, "the database file cannot be opened"),
     ],
 )
 def test_a_database_that_cannot_be_used_is_one_line(
@@ -131,3 +132,21 @@ def test_a_queue_url_that_is_not_redis_is_refused(tmp_path: Path) -> None:
         env={"MEDVIDBENCH_QUEUE_URL": "amqp://guest@127.0.0.1//"},
     )
     assert result.exit_code == 2 and "is not a Redis URL: redis://HOST:PORT/DB" in result.output
+
+
+def test_a_statement_the_database_refuses_keeps_its_traceback() -> None:
+    """Only a database that cannot be reached or a URL that cannot be used is one line: a
+    statement the database refuses (a missing column: a migration's or a query's bug) is a
+    bug, shown whole, never 'try again later' (a review found one called unreachable)."""
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from medvidbench.server.outages import unusable_database
+
+    missing = OperationalError(
+        "INSERT ...", {}, Exception("table api_tokens has no column named x")
+    )
+    assert unusable_database(missing) is None
+    assert unusable_database(ArgumentError("ORDER BY expression expected, got object")) is None
+    lost = OperationalError("SELECT 1", {}, Exception("connection failed: Connection refused"))
+    found = unusable_database(lost)
+    assert found is not None and found[1] is True

@@ -141,25 +141,38 @@ def test_a_misconfigured_judge_fails_fast(
 
 def test_an_environment_file_is_read_as_systemd_reads_it(tmp_path: Path) -> None:
     """``--env-file``: what a shell's ``.`` would run (spaces, ``$``, ``&``, ``;``) is read as
-    text; quotes are removed, comments skipped, a bad line named."""
+    text, with systemd's quoting and escapes (a review compared them with systemd's
+    env-file.c: ``\\$`` in double quotes, a backslash outside quotes, parts joined, lines
+    continued); comments skipped, a bad line named."""
     from medvidbench.core.config import read_environment_file
 
     env = tmp_path / "env"
     env.write_text(
         "# comment\n; another\n\nMEDVIDBENCH_METRICS_ALLOW=10.0.0.0/8, ::1\n"
-        'A="x$y&z;w"\nB=\'single "q"\'\nC="say \\"hi\\" \\\\ bye"\n  D = spaced  \nE=\n',
+        'A="x$y&z;w"\nB=\'single "q" $x\'\nC="say \\"hi\\" \\\\ bye \\$HOME"\n'
+        '  D = spaced  \nE=\nF=a\\ b\nG="two" tail\nH=one \\\ntwo\n'
+        'I="multi\nline"\nK=" v "\nL="keep \\n"\n',
         encoding="utf-8",
     )
     assert read_environment_file(env) == {
         "MEDVIDBENCH_METRICS_ALLOW": "10.0.0.0/8, ::1",
         "A": "x$y&z;w",
-        "B": 'single "q"',
-        "C": 'say "hi" \\ bye',
+        "B": 'single "q" $x',
+        "C": 'say "hi" \\ bye $HOME',
         "D": "spaced",
         "E": "",
+        "F": "a b",
+        "G": "two tail",
+        "H": "one two",
+        "I": "multi\nline",
+        "K": " v ",
+        "L": "keep \\n",
     }
     env.write_text("A=1\nnot a setting\n", encoding="utf-8")
     with pytest.raises(UsageError, match="line 2: expected KEY=value"):
+        read_environment_file(env)
+    env.write_text('A="open\n', encoding="utf-8")
+    with pytest.raises(UsageError, match="line 1: a quote is not closed"):
         read_environment_file(env)
     with pytest.raises(UsageError, match="--env-file"):
         read_environment_file(tmp_path / "missing")

@@ -158,9 +158,12 @@ def test_a_misspelt_task_or_a_batch_of_two_lengths_is_an_error(answers: dict[str
         (["nap"], "no reward for task 'nap'; tasks with a reward: "),
         (["STG"], "no reward for task 'STG'"),
         ("stg", "a list of task names, not the string 'stg'"),
+        ([], "no task named"),
     ):
         with pytest.raises(UsageError, match=message):
             reward_function(tasks=tasks)  # type: ignore[arg-type]
+    once = reward_function(tasks=(t for t in ["stg"]))  # a generator, read once
+    assert once.__name__ == "medvidbench_stg"
     everything = reward_function()
     for completions, truths in (
         (["a", "b"], answers["columns"][:1]),

@@ -191,15 +191,17 @@ def test_a_bootstrap_drawn_with_a_known_seed_is_withheld_until_a_rescore(
 
 
 def test_the_generated_secret_key_is_written_whole_once(tmp_path: Path) -> None:
-    """A key generated into the data folder is read back by every later process; an empty file
-    (a crash between creating and writing it, as an earlier release could leave) is replaced,
-    never used as the key."""
+    """A key generated into the data folder is written whole before it is linked into place,
+    and read back by every later process; an empty file (a crash of an earlier release between
+    creating and writing it) is refused with what to do, never used as the key nor replaced
+    under processes that may have read another."""
+    from medvidbench.core.errors import UsageError
+
     data = tmp_path / "data"
     first = Runtime(Settings(data_dir=data)).secret_key  # type: ignore[call-arg]
     assert len(first) >= 32 and (data / "secret_key").stat().st_mode & 0o777 == 0o600
     assert Runtime(Settings(data_dir=data)).secret_key == first  # type: ignore[call-arg]
-    (data / "secret_key").write_text("")
-    fresh = Runtime(Settings(data_dir=data)).secret_key  # type: ignore[call-arg]
-    assert len(fresh) >= 32 and fresh != first
-    assert (data / "secret_key").read_text().strip() == fresh
     assert [p.name for p in data.iterdir() if "secret" in p.name] == ["secret_key"]
+    (data / "secret_key").write_text("")
+    with pytest.raises(UsageError, match="secret_key is empty: delete it"):
+        Runtime(Settings(data_dir=data)).secret_key  # type: ignore[call-arg]  # noqa: B018

@@ -203,6 +203,9 @@ def _tasks(tasks: Collection[str] | None) -> frozenset[str] | None:
         return None
     if isinstance(tasks, str):
         raise UsageError(f"tasks: a list of task names, not the string {tasks!r}")
+    tasks = list(tasks)  # a generator is read once
+    if not tasks:
+        raise UsageError("tasks: no task named (None: every task)")
     from medvidbench import benchmarks
     from medvidbench.rewards.rows import spec_of
 

@@ -242,13 +242,13 @@ class Jobs:
 
         try:
             slug = self.benchmark_of(submission_id)
-        except Exception as exc:  # the database is unreachable: as below, try again later
-            self._later(
+        except Exception as exc:
+            if not self.huey.outages.failed(exc):
+                raise  # not an outage (a submission deleted since): no retry
+            self._later(  # the database is unreachable: try again later, as below
                 self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
-            if self.huey.outages.failed(exc):
-                return "later"
-            raise
+            return "later"
         try:
             judging = self.runtime.definition(slug).judging
             config = JudgeConfig.from_settings(

@@ -28,14 +28,42 @@ def unusable_database(exc: BaseException) -> tuple[str, bool] | None:
     """Why a command cannot use its database, in one line, and whether trying again later can
     help: a URL SQLAlchemy cannot read (an unknown dialect among them), or a database that does
     not answer; None for any other error."""
-    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-    if isinstance(exc, ArgumentError):  # NoSuchModuleError is one: an unknown dialect
+    text = str(exc)
+    if isinstance(exc, NoSuchModuleError) or (
+        isinstance(exc, ArgumentError) and text.startswith("Could not parse SQLAlchemy URL")
+    ):
         return f"MEDVIDBENCH_DATABASE_URL cannot be used: {exc}", False
-    if is_database_outage(exc):
-        orig = getattr(exc, "orig", None) or exc
-        return f"the database cannot be reached: {describe(orig)}", True
+    if not is_database_outage(exc):
+        return None
+    said = describe(getattr(exc, "orig", None) or exc)
+    if "unable to open database file" in text:  # SQLite: a folder that does not exist
+        return f"the database file cannot be opened: {said}", False
+    if "connection failed" in text and any(m in text for m in _REFUSED):
+        return f"the database refused the connection: {said}", False  # the URL's to fix
+    # the connection itself, not a statement the database refused (a missing column, a bug)
+    if any(m in text for m in _UNREACHABLE):
+        return f"the database cannot be reached: {said}", True
     return None
+
+
+# What a connection that could not be made or was lost says (psycopg, SQLite's locking)
+_UNREACHABLE = (
+    "connection failed",
+    "could not connect",
+    "Connection refused",
+    "timeout expired",
+    "server closed the connection",
+    "connection is closed",
+    "the connection is lost",
+    "terminating connection",
+    "No route to host",
+    "Name or service not known",
+    "database is locked",
+)
+# ... and what a server that answered says of the URL's role, password or database
+_REFUSED = ("does not exist", "password authentication failed", "no pg_hba.conf entry")
 
 
 def is_queue_outage(exc: BaseException) -> bool:

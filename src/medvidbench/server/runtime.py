@@ -10,7 +10,6 @@ in it is the owner's alone: folders 0700, files 0600, whatever the process umask
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -171,25 +170,26 @@ class Runtime:
         if self.settings.secret_key is not None:
             return self.settings.secret_key.get_secret_value()
         path = self.data_dir / "secret_key"
-        with contextlib.suppress(FileNotFoundError):
-            key = path.read_text().strip()
-            if key:
-                return key
-        made = path.with_name(f".secret_key.{uuid.uuid4().hex}.tmp")
-        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(48))
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(made, path)
-        except FileExistsError:  # another process was first (or an empty file a crash left)
-            if not path.read_text().strip():
-                os.replace(made, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
+        if not path.exists():
+            made = path.with_name(f".secret_key.{uuid.uuid4().hex}.tmp")
+            fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(48))
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(made, path)
+            except FileExistsError:
+                pass  # another process was first: its key is the one
+            finally:
                 os.unlink(made)
-        return path.read_text().strip()
+        key = path.read_text().strip()
+        if not key:  # left by a crash of an earlier release between creating and writing it
+            raise UsageError(
+                f"{path} is empty: delete it (with every process stopped; signed-in visitors "
+                "sign in again) and a new key is made"
+            )
+        return key
 
     def bootstrap_seed(self, definition: Benchmark, gt_sha256: str) -> int:
         """The seed of the bootstrap of evaluations on the stored test set ``gt_sha256``.
