@@ -209,3 +209,19 @@ def wait_for_scored(runtime: Runtime, count: int, seconds: float) -> None:
         except Exception:
             pass  # the database is still coming back
         time.sleep(0.2)
+
+
+def gt_of(runtime: Runtime, submission_id: int) -> str:
+    """The sha256 of the stored test set a submission was scored on."""
+    from sqlalchemy import select
+
+    from medvidbench.server.store.models import Submission, TestSet
+
+    with runtime.sessions() as session:
+        return str(
+            session.scalar(
+                select(TestSet.gt_sha256)
+                .join(Submission, Submission.benchmark_id == TestSet.id)
+                .where(Submission.id == submission_id)
+            )
+        )

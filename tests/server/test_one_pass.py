@@ -20,8 +20,8 @@ from medvidbench.core.judge.fake_server import FakeJudgeServer
 from medvidbench.core.scoring import TaskScorer
 from medvidbench.server import checkpoints
 from medvidbench.server.services.submissions import submit
-from medvidbench.server.store.models import Evaluation, Submission, SubmissionEvent, TestSet
-from tests.server.conftest import build_runtime, make_user
+from medvidbench.server.store.models import Evaluation, Submission, SubmissionEvent
+from tests.server.conftest import build_runtime, gt_of, make_user
 
 REPLICATES = 200
 
@@ -97,18 +97,6 @@ def test_an_upload_is_matched_once_and_the_judge_step_scores_only_judged_tasks(
             assert judged.statistics["intervals"][key] == bounds
 
 
-def sub_gt(runtime: Any, submission_id: int) -> str:
-    """The stored test set a submission was scored on."""
-    with runtime.sessions() as session:
-        return str(
-            session.scalar(
-                select(TestSet.gt_sha256)
-                .join(Submission, Submission.benchmark_id == TestSet.id)
-                .where(Submission.id == submission_id)
-            )
-        )
-
-
 def test_the_merged_judged_evaluation_equals_a_full_evaluation(
     tmp_path: Path, synthetic: dict[str, Path]
 ) -> None:
@@ -125,7 +113,7 @@ def test_the_merged_judged_evaluation_equals_a_full_evaluation(
             judge=Judge(config, MemoryJudgeCache()),
             bootstrap=REPLICATES,
             # the server's own seed for a hidden test set (secret: derived from its contents)
-            seed=runtime.bootstrap_seed(runtime.definition("medvidbench"), sub_gt(runtime, sub.id)),
+            seed=runtime.bootstrap_seed(runtime.definition("medvidbench"), gt_of(runtime, sub.id)),
         )
     assert judged.metrics == full.metrics
     assert judged.per_task == full.per_task

@@ -29,9 +29,9 @@ from medvidbench.server.services.catalogue import seed_test_sets
 from medvidbench.server.services.evaluations import rescore
 from medvidbench.server.services.submissions import submit
 from medvidbench.server.store.db import upgrade
-from medvidbench.server.store.models import Entry, Evaluation, Submission, TestSet
+from medvidbench.server.store.models import Entry, Evaluation
 from medvidbench.server.web.app import create_app
-from tests.server.conftest import make_user
+from tests.server.conftest import gt_of, make_user
 
 
 @pytest.fixture
@@ -68,17 +68,6 @@ def _evaluation(rt: Runtime, submission_id: int) -> Evaluation:
         return found
 
 
-def _gt(rt: Runtime, submission_id: int) -> str:
-    with rt.sessions() as session:
-        return str(
-            session.scalar(
-                select(TestSet.gt_sha256)
-                .join(Submission, Submission.benchmark_id == TestSet.id)
-                .where(Submission.id == submission_id)
-            )
-        )
-
-
 def _entries(rt: Runtime, *ids: int) -> str:
     with rt.sessions() as session:
         found = session.scalars(select(Entry.id).where(Entry.submission_id.in_(ids))).all()
@@ -104,7 +93,7 @@ def test_a_hidden_test_sets_seed_is_its_own_secret_and_is_never_shown(
     assert stored is not None and stored["seed_secret"] is True
     secret = stored["seed"]
     definition = rt.definition("medvidbench")
-    assert secret == rt.bootstrap_seed(definition, _gt(rt, ids["strong"]))
+    assert secret == rt.bootstrap_seed(definition, gt_of(rt, ids["strong"]))
     assert secret != rt.settings.bootstrap_seed and secret > 2**32  # nothing to guess
 
     shown = client.get(f"/api/v1/submissions/{ids['strong']}").json()["statistics"]

@@ -258,13 +258,9 @@ def _complete_existing(session: Any, evaluation_id: int, scoring: Any, labels: s
 
 def _labels(runtime: Runtime, submission_id: int) -> str:
     """The labels (hidden or public) of the benchmark a submission was made to."""
-    with runtime.sessions() as session:
-        slug = session.scalar(
-            select(TestSet.slug)
-            .join(Submission, Submission.benchmark_id == TestSet.id)
-            .where(Submission.id == submission_id)
-        )
-    return runtime.definition(slug).labels
+    from medvidbench.server.services.submission_reads import benchmark_of
+
+    return runtime.definition(benchmark_of(runtime, submission_id)).labels
 
 
 def _rescored(report: Any, done: str) -> str:
