@@ -185,3 +185,32 @@ def test_the_matched_submission_is_written_in_parts_as_one_encoding(
     checkpoints.write_matched(path, matched)
     back = msgspec.msgpack.decode(gzip.decompress(path.read_bytes()), type=MatchedSubmission)
     assert back.predictions == matched.predictions and back.report.sha256 == report.sha256
+
+
+def test_a_rescore_draws_a_judged_bootstrap_again_from_the_judge_cache(
+    tmp_path: Path, synthetic: dict[str, Path]
+) -> None:
+    """A judged evaluation an earlier release stored with the known seed (withheld on a
+    hidden-label board) gets the bootstrap of the server's seed from a re-score: judged again
+    with the same judge, every judgement from the cache (no request), and stored only because
+    every metric came out as stored."""
+    from medvidbench.server.services.evaluations import rescore
+
+    with FakeJudgeServer() as judge:
+        runtime = judged_runtime(tmp_path, synthetic["ground_truth"], judge.url)
+        sub = submit(runtime, make_user(runtime), synthetic["strong"].read_bytes(), "Judged")
+        _, judged = evaluations(runtime, sub.id)
+        drawn = judged.statistics
+        assert drawn is not None and drawn["seed_secret"] is True
+        with runtime.sessions() as session:  # as 0.2.0 stored it: seed 0, known
+            stored = session.get(Evaluation, judged.id)
+            assert stored is not None
+            stored.statistics = {k: v for k, v in drawn.items() if k != "seed_secret"} | {"seed": 0}
+            session.commit()
+        asked = judge.requests  # every judgement is in the cache: none is asked again
+        assert rescore(runtime, sub.id, judged.profile) is False  # the judge-less one: as stored
+        assert judge.requests == asked
+        _, again = evaluations(runtime, sub.id)
+    assert again.id == judged.id and again.metrics == judged.metrics
+    assert again.statistics == drawn  # the server's own draw, as first stored
+    runtime.engine.dispose()

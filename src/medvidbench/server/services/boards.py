@@ -364,8 +364,7 @@ def _why_not(prepared: Replicates | None, reported: bool) -> str:
     if prepared.withheld:
         return (
             "no interval: drawn with a seed anyone knows, before this server kept it secret "
-            "(for an evaluation without a judge, an administrator's 'medvidbench rescore' "
-            "draws it again)"
+            "(an administrator's 'medvidbench rescore' draws it again)"
         )
     return "no interval: bootstrapped with other settings than the rest of the board"
 

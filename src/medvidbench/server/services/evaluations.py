@@ -4,6 +4,7 @@ profile, re-judging).
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +32,8 @@ from medvidbench.server.store.models import (
     SubmissionEvent,
     TestSet,
 )
+
+log = logging.getLogger(__name__)
 
 
 def current_evaluations(
@@ -203,6 +206,12 @@ def rescore(runtime: Runtime, submission_id: int, profile: str) -> bool:
     report = scoring.report
     labels = _labels(runtime, submission_id)
     try:
+        _redraw_judged(runtime, submission_id, profile, report.scorer_version, labels)
+    except Exception:  # the judged bootstrap stays withheld; the re-score itself goes on
+        log.warning(
+            "submission %s: the judged bootstrap was not drawn again", submission_id, exc_info=True
+        )
+    try:
         with transaction(runtime.sessions) as session:
             existing = session.scalar(
                 select(Evaluation.id).where(
@@ -256,11 +265,68 @@ def _complete_existing(session: Any, evaluation_id: int, scoring: Any, labels: s
     return added
 
 
-def _labels(runtime: Runtime, submission_id: int) -> str:
-    """The labels (hidden or public) of the benchmark a submission was made to."""
+def _redraw_judged(
+    runtime: Runtime, submission_id: int, profile: str, scorer_version: str, labels: str
+) -> bool:
+    """Give a judged evaluation of ``profile`` whose bootstrap was drawn with a seed anyone
+    knows (an earlier release's: withheld, :func:`~medvidbench.core.statistics.usable`) the
+    one drawn now with the server's seed: the submission judged again with the configured
+    judge, whose judgements of it the judge cache holds (the same configuration: its id), and
+    stored only when every metric comes out as stored, so that only the bootstrap changes.
+    Whether one was replaced; nothing to do, no judge configured, or another judge: False."""
+    from medvidbench.core.config import judge_wanted
+    from medvidbench.core.judge.client import Judge, JudgeConfig
+    from medvidbench.core.statistics import usable
+    from medvidbench.server.store.judge_cache import DatabaseJudgeCache
+
+    if labels == "public" or not judge_wanted(runtime.settings):
+        return False
+    with runtime.sessions() as session:
+        stale = [
+            (e.id, e.judge_id, e.metrics)
+            for e in session.scalars(
+                select(Evaluation).where(
+                    Evaluation.submission_id == submission_id,
+                    Evaluation.profile == profile,
+                    Evaluation.scorer_version == scorer_version,
+                    Evaluation.judge_id != "",
+                )
+            )
+            if e.statistics is not None and usable(e.statistics, labels) is None
+        ]
+    if not stale:
+        return False
+    judging = runtime.definition(_slug(runtime, submission_id)).judging
+    config = JudgeConfig.from_settings(
+        runtime.settings, prompt_version=judging.rubric.version if judging else ""
+    )
+    judge = Judge(config, DatabaseJudgeCache(runtime.sessions))
+    fresh = _report(runtime, submission_id, judge=judge, profile=profile).report
+    judge_id = (fresh.judge or {}).get("config_id", "")
+    if usable(fresh.statistics, labels) is None:
+        return False
+    replaced = False
+    with transaction(runtime.sessions) as session:
+        for evaluation_id, stored_judge, metrics in stale:
+            if stored_judge == judge_id and metrics == fresh.metrics:
+                evaluation = session.get(Evaluation, evaluation_id)
+                assert evaluation is not None
+                evaluation.statistics = fresh.statistics
+                replaced = True
+        if replaced:
+            board_cache.bump_for_submission(session, submission_id)
+    return replaced
+
+
+def _slug(runtime: Runtime, submission_id: int) -> str:
     from medvidbench.server.services.submission_reads import benchmark_of
 
-    return runtime.definition(benchmark_of(runtime, submission_id)).labels
+    return benchmark_of(runtime, submission_id)
+
+
+def _labels(runtime: Runtime, submission_id: int) -> str:
+    """The labels (hidden or public) of the benchmark a submission was made to."""
+    return runtime.definition(_slug(runtime, submission_id)).labels
 
 
 def _rescored(report: Any, done: str) -> str:
