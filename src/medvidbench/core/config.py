@@ -367,7 +367,8 @@ def read_environment_file(path: Path) -> dict[str, str]:
         key = key.strip()
         if not sep or not _NAME.fullmatch(key):
             raise UsageError(f"--env-file {str(path)!r}, line {number}: expected KEY=value")
-        value, rest, quote, kept = [], rest.lstrip(), "", 0
+        value: list[str] = []
+        rest, quote, kept = rest.lstrip(), "", 0
         while True:
             i = 0
             while i < len(rest):
