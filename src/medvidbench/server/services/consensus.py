@@ -88,7 +88,8 @@ def _compute(runtime: Runtime, hosted: list[tuple[str, int]], family: str | None
             results.append(Result(name, read.definition, ev.metrics, replicates, evidence))
     # a family of none of the boards' benchmarks: nothing to rank (aggregate would refuse it)
     present = family is None or family in families(r.benchmark for r in results)
-    found = aggregate(results, family=family) if results and present else []
+    seed = resample_seed(runtime, hosted)
+    found = aggregate(results, seed=seed, family=family) if results and present else []
     models = len({r.model for r in results})
     return Consensus(found, [s for s, _ in hosted], demo, models, family)
 
@@ -104,6 +105,22 @@ def _stored(runtime: Runtime, ids: list[int]) -> dict[int, tuple[Any, bytes | No
             .where(Evaluation.id.in_(ids))
         ).all()
     return {int(i): (stats, data) for i, stats, data in rows}
+
+
+def resample_seed(runtime: Runtime, hosted: list[tuple[str, int]]) -> int:
+    """The seed of the Plackett-Luce resamples, which draw the hosted test sets' items: one
+    from every hosted benchmark's bootstrap seed (the server's secret for hidden labels,
+    :meth:`Runtime.bootstrap_seed`), so that they too are drawn with no seed anyone knows."""
+    import hashlib
+
+    seeds = []
+    for slug, _ in hosted:
+        test_set = current_benchmark(runtime, slug)
+        seeds.append(str(runtime.bootstrap_seed(runtime.definition(slug), test_set.gt_sha256)))
+    if all(runtime.definition(slug).labels == "public" for slug, _ in hosted):
+        return runtime.settings.bootstrap_seed  # public labels only: the known seed, as offline
+    digest = hashlib.sha256(" ".join(seeds).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def _items(runtime: Runtime, slug: str, test_set_id: int) -> Items | None:
