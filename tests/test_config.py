@@ -144,7 +144,7 @@ def test_an_environment_file_is_read_as_systemd_reads_it(tmp_path: Path) -> None
     text, with systemd's quoting and escapes (a review compared them with systemd's
     env-file.c: ``\\$`` in double quotes, a backslash outside quotes, parts joined, lines
     continued); comments skipped, a bad line named."""
-    from medvidbench.core.config import read_environment_file
+    from medvidbench.core.envfile import read_environment_file
 
     env = tmp_path / "env"
     env.write_text(

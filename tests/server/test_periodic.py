@@ -13,7 +13,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from medvidbench.core.config import Settings, read_environment_file
+from medvidbench.core.config import Settings
+from medvidbench.core.envfile import read_environment_file
 from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.catalogue import load_benchmark
 from medvidbench.server.services.submissions import submit

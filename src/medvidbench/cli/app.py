@@ -149,7 +149,7 @@ def _root(no_color: bool, env_file: Path | None) -> None:
     if no_color:
         consoles.use_plain_output(err)
     if env_file is not None:
-        from medvidbench.core.config import read_environment_file
+        from medvidbench.core.envfile import read_environment_file
 
         for key, value in read_environment_file(env_file).items():
             os.environ.setdefault(key, value)  # as the service sees them; the caller's own win

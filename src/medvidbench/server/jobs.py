@@ -29,6 +29,7 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services.evaluations import lost_rescores, rescore
 from medvidbench.server.services.housekeeping import tidy
 from medvidbench.server.services.steps import (
+    configured_judge,
     judge_due,
     retry_delay,
     run_step,
@@ -237,9 +238,6 @@ class Jobs:
             return result["outcome"]
 
     def _judge_step(self, submission_id: int, infra_attempt: int) -> str:
-        from medvidbench.core.judge.client import Judge, JudgeConfig
-        from medvidbench.server.store.judge_cache import DatabaseJudgeCache
-
         try:
             slug = self.benchmark_of(submission_id)
         except Exception as exc:
@@ -249,19 +247,13 @@ class Jobs:
                 self.judge, submission_id, infra_attempt, self.runtime.settings.job_lease_seconds
             )
             return "later"
+        metrics = instruments()
         try:
-            judging = self.runtime.definition(slug).judging
-            config = JudgeConfig.from_settings(
-                self.runtime.settings, prompt_version=judging.rubric.version if judging else ""
-            )
+            judge = configured_judge(self.runtime, slug, observer=metrics.judge_observer)
         except UsageError as exc:  # a configuration mistake, not a passing fault: no retry
             log.error("judge job for submission %s not run: %s", submission_id, exc.message)
             return "misconfigured"
-        metrics = instruments()
         try:
-            judge = Judge(
-                config, DatabaseJudgeCache(self.runtime.sessions), observer=metrics.judge_observer
-            )
             try:
                 outcome = run_step(self.runtime, submission_id, "judge", worker_id(), judge=judge)
             finally:

@@ -113,12 +113,13 @@ def resample_seed(runtime: Runtime, hosted: list[tuple[str, int]]) -> int:
     :meth:`Runtime.bootstrap_seed`), so that they too are drawn with no seed anyone knows."""
     import hashlib
 
-    seeds = []
-    for slug, _ in hosted:
-        test_set = current_benchmark(runtime, slug)
-        seeds.append(str(runtime.bootstrap_seed(runtime.definition(slug), test_set.gt_sha256)))
-    if all(runtime.definition(slug).labels == "public" for slug, _ in hosted):
+    definitions = [runtime.definition(slug) for slug, _ in hosted]
+    if all(d.labels == "public" for d in definitions):
         return runtime.settings.bootstrap_seed  # public labels only: the known seed, as offline
+    seeds = [
+        str(runtime.bootstrap_seed(d, current_benchmark(runtime, d.slug).gt_sha256))
+        for d in definitions
+    ]
     digest = hashlib.sha256(" ".join(seeds).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 

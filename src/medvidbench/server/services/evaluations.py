@@ -21,7 +21,8 @@ from medvidbench.server.runtime import Runtime
 from medvidbench.server.services import events, item_results
 from medvidbench.server.services.events import Kind
 from medvidbench.server.services.names import held_publicly
-from medvidbench.server.services.steps import _report, add_evaluation
+from medvidbench.server.services.steps import _report, add_evaluation, configured_judge
+from medvidbench.server.services.submission_reads import benchmark_of
 from medvidbench.server.store import board_cache
 from medvidbench.server.store.db import transaction
 from medvidbench.server.store.models import (
@@ -275,9 +276,7 @@ def _redraw_judged(
     stored only when every metric comes out as stored, so that only the bootstrap changes.
     Whether one was replaced; nothing to do, no judge configured, or another judge: False."""
     from medvidbench.core.config import judge_wanted
-    from medvidbench.core.judge.client import Judge, JudgeConfig
     from medvidbench.core.statistics import usable
-    from medvidbench.server.store.judge_cache import DatabaseJudgeCache
 
     if labels == "public" or not judge_wanted(runtime.settings):
         return False
@@ -296,11 +295,7 @@ def _redraw_judged(
         ]
     if not stale:
         return False
-    judging = runtime.definition(_slug(runtime, submission_id)).judging
-    config = JudgeConfig.from_settings(
-        runtime.settings, prompt_version=judging.rubric.version if judging else ""
-    )
-    judge = Judge(config, DatabaseJudgeCache(runtime.sessions))
+    judge = configured_judge(runtime, benchmark_of(runtime, submission_id))
     fresh = _report(runtime, submission_id, judge=judge, profile=profile).report
     judge_id = (fresh.judge or {}).get("config_id", "")
     if usable(fresh.statistics, labels) is None:
@@ -318,15 +313,9 @@ def _redraw_judged(
     return replaced
 
 
-def _slug(runtime: Runtime, submission_id: int) -> str:
-    from medvidbench.server.services.submission_reads import benchmark_of
-
-    return benchmark_of(runtime, submission_id)
-
-
 def _labels(runtime: Runtime, submission_id: int) -> str:
     """The labels (hidden or public) of the benchmark a submission was made to."""
-    return runtime.definition(_slug(runtime, submission_id)).labels
+    return runtime.definition(benchmark_of(runtime, submission_id)).labels
 
 
 def _rescored(report: Any, done: str) -> str:

@@ -206,6 +206,24 @@ def _report(
     return Scoring(report, items, bool(planned.judged), evidence)
 
 
+def configured_judge(runtime: Runtime, slug: str, observer: Any = None) -> Any:
+    """The judge the settings describe for a benchmark's rubric, its judgements kept in the
+    database's judge cache (what a judge step, and a re-score drawing a judged bootstrap again,
+    judge with).
+
+    Raises:
+        UsageError: the settings cannot make one (a configuration mistake).
+    """
+    from medvidbench.core.judge.client import Judge, JudgeConfig
+    from medvidbench.server.store.judge_cache import DatabaseJudgeCache
+
+    judging = runtime.definition(slug).judging
+    config = JudgeConfig.from_settings(
+        runtime.settings, prompt_version=judging.rubric.version if judging else ""
+    )
+    return Judge(config, DatabaseJudgeCache(runtime.sessions), observer=observer)
+
+
 def _store(runtime: Runtime, submission_id: int, step: str, worker: str, scoring: Scoring) -> bool:
     """Write an evaluation (and its per-item results) and finish the step, if this worker
     still holds the claim."""
