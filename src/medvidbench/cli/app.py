@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import click
-from rich.markup import escape
 
 from medvidbench.cli import consoles
+from medvidbench.cli.consoles import escape
 from medvidbench.cli.params import Group, Option
 from medvidbench.core.errors import ExitCode, InvalidFileError, MedVidBenchError, UsageError
 from medvidbench.version import __version__
@@ -147,7 +147,7 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def _root(no_color: bool, env_file: Path | None) -> None:
     """Evaluate medical video-language models on MedVidBench, and run its leaderboard."""
     if no_color:
-        consoles.use_plain_output(err)
+        consoles.use_plain_output()
     if env_file is not None:
         from medvidbench.core.envfile import read_environment_file
 

@@ -9,10 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from rich.markup import escape
-
 from medvidbench.cli.app import BenchmarkSlug, friendly, output_file, output_folder
-from medvidbench.cli.consoles import console
+from medvidbench.cli.consoles import console, escape
 from medvidbench.cli.params import Argument, Option
 from medvidbench.core.errors import (
     InvalidGroundTruthError,

@@ -9,11 +9,10 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from medvidbench.cli import consoles
+from medvidbench.cli.consoles import Console, escape
+from medvidbench.cli.tables import Table
 from medvidbench.core import display
 from medvidbench.core.benchmark import Metric
 from medvidbench.core.errors import ExitCode, MedVidBenchError, UsageError

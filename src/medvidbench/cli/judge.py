@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from medvidbench.cli import consoles
 from medvidbench.cli.app import BenchmarkSlug, friendly, output_file
+from medvidbench.cli.consoles import escape
 from medvidbench.cli.params import Argument, Group, Option
+from medvidbench.cli.tables import Table
 from medvidbench.core.errors import UsageError
 
 judge_app = Group(help="The LLM judge: how far judges agree (docs/judge.md).", no_args_is_help=True)

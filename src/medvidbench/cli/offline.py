@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import click
-from rich.markup import escape
 
 from medvidbench.cli import consoles
 from medvidbench.cli.app import (
@@ -21,6 +20,7 @@ from medvidbench.cli.app import (
     output_folder,
     parse_options,
 )
+from medvidbench.cli.consoles import escape
 from medvidbench.cli.params import Argument, Option
 from medvidbench.core.errors import ExitCode, UsageError
 

@@ -12,12 +12,11 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from medvidbench.cli import consoles
 from medvidbench.cli.app import friendly
+from medvidbench.cli.consoles import escape
 from medvidbench.cli.params import Argument, Option
+from medvidbench.cli.tables import Table
 from medvidbench.core.errors import UsageError
 
 

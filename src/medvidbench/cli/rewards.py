@@ -157,7 +157,7 @@ def fit(
         assert predictions is not None and ground_truth is not None
         stats = run(predictions, ground_truth, **common)
     stats.save(out)
-    from rich.table import Table
+    from medvidbench.cli.tables import Table
 
     table = Table("task", "dataset", "term", "n", "p25", "p50", "p75", title=str(out))
     for (task, dataset, term), q in sorted(stats.groups.items()):
@@ -223,7 +223,7 @@ def score(
     if as_json:
         sys.stdout.write(json.dumps(means, indent=2) + "\n")
         return
-    from rich.table import Table
+    from medvidbench.cli.tables import Table
 
     table = Table("task", "dataset", "n", "mean raw", "mean reward")
     for r in means:

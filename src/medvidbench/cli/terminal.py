@@ -1,4 +1,5 @@
-"""Rich renderings of reports for the terminal (the CLI's output, nothing else)."""
+"""Reports, validation results and progress lines as the terminal shows them (the CLI's output,
+nothing else)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-from rich.table import Table
-
+from medvidbench.cli.consoles import escape
+from medvidbench.cli.tables import Table
 from medvidbench.core import display
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
+    from medvidbench.cli.consoles import Console
     from medvidbench.core.benchmark import Benchmark, Metric
     from medvidbench.core.errors import ProblemList
     from medvidbench.core.evaluation import Report
@@ -188,41 +187,29 @@ def print_report(report: Report, bench: Benchmark, console: Console) -> None:
 
 @contextmanager
 def progress_bar(console: Console, enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
-    """A task-by-task progress bar for long evaluations; a no-op callback when disabled."""
+    """A task-by-task progress line for long evaluations; a no-op callback when disabled."""
     if not enabled:
         yield lambda task, done, total: None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} tasks"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        job = bar.add_task("scoring", total=None)
+    with console.status("scoring") as line:
 
         def advance(task: str, done: int, total: int) -> None:
-            bar.update(job, description=f"scored {task}", completed=done, total=total)
+            line.update(f"scored {escape(task)} {_bar(done, total)} {done}/{total} tasks")
 
         yield advance
 
 
 @contextmanager
 def count_bar(console: Console, label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
-    """A done/total progress bar (judging); a no-op callback when disabled."""
+    """A done/total progress line (judging); a no-op callback when disabled."""
     if not enabled:
         yield lambda done, total: None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    with console.status(label) as line:
+        yield lambda done, total: line.update(f"{label} {_bar(done, total)} {done:,}/{total:,}")
 
-    columns = (
-        TextColumn(label),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        job = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(job, completed=done, total=total)
+
+def _bar(done: int, total: int, width: int = 30) -> str:
+    """``done`` of ``total`` as a bar of ``width`` columns."""
+    full = round(width * done / total) if total > 0 else 0
+    return f"[green]{'━' * full}[/][dim]{'━' * (width - full)}[/]"
