@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
@@ -134,6 +132,8 @@ def width_of(text: str) -> int:
     none)."""
     if text.isascii():
         return len(text)
+    import unicodedata
+
     return sum(
         0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
         for c in text
@@ -234,7 +234,7 @@ class Console:
     @property
     def width(self) -> int | None:
         """Columns to fit on a terminal; None (no limit) in a pipe or a file."""
-        return shutil.get_terminal_size().columns if self.is_terminal else None
+        return terminal_columns() if self.is_terminal else None
 
     def print(
         self, *objects: str | Table, soft_wrap: bool | None = None, highlight: bool = False
@@ -312,6 +312,22 @@ class Status:
         if self._on:
             self._console._write("\r\x1b[K")
             self._on = False
+
+
+def terminal_columns() -> int:
+    """The terminal's width: ``COLUMNS`` when set, else what standard output's terminal says,
+    else 80 (as :func:`shutil.get_terminal_size`, whose module would import three compressors
+    on every command's path)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:

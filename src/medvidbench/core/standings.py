@@ -83,8 +83,8 @@ def rank_codes(values: np.ndarray, metrics: Sequence[Metric]) -> np.ndarray:
 
     Examples:
         >>> from medvidbench.core.benchmark import Metric
-        >>> rank_codes(np.array([0.5004, np.nan]), [Metric("a", "A", "t", "a")]).tolist()
-        [-500, 9223372036854775807]
+        >>> rank_codes(np.array([[0.5004], [np.nan]]), [Metric("a", "A", "t", "a")]).tolist()
+        [[-500], [9223372036854775807]]
     """
     ranked = [j for j, m in enumerate(metrics) if m.ranked]
     sign = np.array([-1.0 if metrics[j].higher_is_better else 1.0 for j in ranked])

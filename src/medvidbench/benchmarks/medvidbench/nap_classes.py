@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 
 @cache
 def nap_classes() -> dict[str, Any]:
     """The NAP class lists: per dataset, the CoPESD legacy mapping and NurViD per procedure."""
-    text = (
-        resources.files("medvidbench.benchmarks.medvidbench")
-        .joinpath("data/nap_classes.json")
-        .read_text("utf-8")
-    )
+    # Beside this module, read as a file: importlib.resources would import zipfile and its
+    # readers on every cold evaluate for a package that is never run from a zip.
+    text = (Path(__file__).parent / "data" / "nap_classes.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

@@ -9,13 +9,13 @@ test checks that the two agree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from statistics import fmean
 from typing import TYPE_CHECKING
 
 from medvidbench.core.scoring import (
     SampleResult,
     TaskResult,
     diagnostics,
+    fmean,
     group_by_dataset,
     mean_or_none,
 )

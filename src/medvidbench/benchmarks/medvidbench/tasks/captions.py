@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
@@ -47,6 +46,7 @@ from medvidbench.core.scoring import (
     JudgedScorer,
     SampleResult,
     TaskResult,
+    fmean,
     group_by_dataset,
     mean_or_none,
 )
