@@ -382,6 +382,8 @@ def _scraped_by_prometheus(stack: Stack, base: str, query: str) -> None:
 def test_the_systemd_units_run(stack: Stack) -> None:
     web_unit = _unit(DEPLOY / "medvidbench-web.service")
     worker_unit = _unit(DEPLOY / "medvidbench-worker@.service")
+    # on the web's machine, workers start once the web's ExecStartPre has upgraded the database
+    assert "medvidbench-web.service" in worker_unit["After"].split()
     assert web_unit["EnvironmentFile"] == worker_unit["EnvironmentFile"] == "/etc/medvidbench/env"
     declared = _unit(DEPLOY / "env.example")
     assert declared.pop("MEDVIDBENCH_SECRET_KEY") == "", "the example must not ship a secret"
@@ -392,6 +394,9 @@ def test_the_systemd_units_run(stack: Stack) -> None:
         # is spooled (an operator's walk: every such upload refused); the unit's own /tmp
         if unit["ProtectSystem"] == "strict":
             assert unit["PrivateTmp"] == "true"
+        # restarts slow enough never to reach systemd's start limit (5 starts in 10 s) while
+        # the database starts or is upgraded: the unit would otherwise stay failed for good
+        assert float(unit["RestartSec"]) * 5 > 10
         assert unit["Environment"] == "PROMETHEUS_MULTIPROC_DIR=/run/medvidbench-metrics"
         assert unit["RuntimeDirectory"] == "medvidbench-metrics"
         assert unit["RuntimeDirectoryPreserve"] == "yes"
