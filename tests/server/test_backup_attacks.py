@@ -164,6 +164,53 @@ def test_a_forced_restore_that_fails_leaves_the_server_as_it_was(
         original.engine.dispose()
 
 
+def test_an_archive_that_would_fill_the_disk_is_refused_before_anything_is_written(
+    tmp_path: Path, good_archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few MB of gzip can unpack to GBs (a helper's attack wrote 3 GiB from 3.7 MB): a
+    restore adds up the checked sizes first and refuses what the data folder's disk cannot hold;
+    a member whose size is not the manifest's is damaged."""
+    import shutil
+
+    from medvidbench.server.services import restores
+
+    with tarfile.open(good_archive, "r:gz") as tar:
+        unpacked = sum(m.size for m in tar if m.name != "manifest.json")
+        database = tar.getmember("database/medvidbench.sqlite3").size
+    target = tmp_path / "fresh"
+    real = shutil.disk_usage
+    needed = unpacked + database  # the SQLite database is unpacked, then copied into place
+    for free, refused in ((needed - 1, True), (needed, False)):
+        monkeypatch.setattr(
+            restores.shutil, "disk_usage", lambda path, f=free: real(path)._replace(free=f)
+        )
+        runtime = fresh(target / str(free), None)  # a server that has never run
+        if refused:
+            with pytest.raises(UsageError, match=r"MiB, more than the .* MiB free.*nothing"):
+                restore(runtime, good_archive)
+            assert not runtime.data_dir.exists() or not list(stored_files(runtime.data_dir))
+        else:
+            restore(runtime, good_archive)
+            assert list(stored_files(runtime.data_dir))
+        runtime.engine.dispose()
+    monkeypatch.undo()
+    with tarfile.open(good_archive, "r:gz") as tar:
+        manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    name = next(n for n in manifest["members"] if n.startswith("files/"))
+    manifest["members"][name]["size"] += 1  # the digest still matches
+    lying = rewrite(good_archive, tmp_path / "lying.tar.gz", {}, {})
+    with tarfile.open(lying, "r:gz") as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar}  # type: ignore[union-attr]
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with tarfile.open(lying, "w:gz") as tar:
+        for member, body in members.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    done = cli("restore", str(lying), "--data-dir", str(tmp_path / "other"))
+    assert done.returncode == 2 and "is damaged" in done.stderr, done.stderr
+
+
 def test_backup_is_read_only_and_refused_revisions_are_explained(
     tmp_path: Path, served: Runtime
 ) -> None:

@@ -90,6 +90,8 @@ def check_archive(source: Path) -> dict[str, Any]:
                     raise UsageError(f"{source}: unexpected member {info.name!r}")
                 stream = tar.extractfile(info)
                 assert stream is not None  # a regular file
+                if info.size != listed[info.name]["size"]:  # what unpacking it would write
+                    raise UsageError(f"{source}: member {info.name!r} is damaged")
                 if _digest(stream) != listed[info.name]["sha256"]:
                     raise UsageError(f"{source}: member {info.name!r} is damaged")
                 seen.add(info.name)
@@ -134,6 +136,25 @@ def _real_folder(data_dir: Path, relative: PurePosixPath) -> Path:
             raise UsageError(f"{here} is a symbolic link: a restore writes only real folders")
         private_dir(here)
     return here
+
+
+def _check_space(source: Path, manifest: dict[str, Any], member: str, data_dir: Path) -> None:
+    """Refuse, before anything is written, an archive that would not fit in the data folder:
+    every member unpacked there (as the checked sizes say; a few MB of gzip can hold GBs), and
+    a SQLite database twice (unpacked, then copied into place)."""
+    sizes = manifest["members"]
+    needed = sum(m["size"] for m in sizes.values())
+    if member == SQLITE_MEMBER:
+        needed += sizes[member]["size"]
+    nearest = data_dir
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    free = shutil.disk_usage(nearest).free
+    if needed > free:
+        raise UsageError(
+            f"{source} unpacks to {needed / 2**20:,.1f} MiB, more than the "
+            f"{free / 2**20:,.1f} MiB free where {data_dir} is; nothing was written"
+        )
 
 
 def _write_new(path: Path, stream: Any) -> None:
@@ -251,7 +272,8 @@ def restore(runtime: Runtime, source: Path, force: bool = False) -> BackupSummar
 
     Raises:
         UsageError: the archive is damaged, crafted, of the other database kind or of a newer
-            release, or the target holds data already and ``force`` is not given.
+            release, would not fit in the data folder's free space, or the target holds data
+            already and ``force`` is not given.
     """
     manifest = check_archive(source)
     kind = "sqlite" if is_sqlite(runtime) else "postgresql"
@@ -267,6 +289,7 @@ def restore(runtime: Runtime, source: Path, force: bool = False) -> BackupSummar
             "restore into an empty server, or pass --force to replace it"
         )
     member = SQLITE_MEMBER if kind == "sqlite" else PG_MEMBER
+    _check_space(source, manifest, member, runtime.data_dir)
     private_dir(runtime.data_dir)
     with (
         tempfile.TemporaryDirectory(dir=runtime.data_dir, prefix=".restore-") as tmp,
