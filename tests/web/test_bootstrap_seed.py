@@ -194,3 +194,35 @@ def test_the_generated_secret_key_is_written_whole_once(tmp_path: Path) -> None:
     (data / "secret_key").write_text("")
     with pytest.raises(UsageError, match="secret_key is empty: delete it"):
         Runtime(Settings(data_dir=data)).secret_key  # type: ignore[call-arg]  # noqa: B018
+
+
+def _key_after(barrier: Any, data: str, out: Any) -> None:
+    barrier.wait()  # every process asks at the same instant
+    out.put(Runtime(Settings(data_dir=Path(data))).secret_key)  # type: ignore[call-arg]
+
+
+def test_processes_starting_at_once_share_one_generated_key(tmp_path: Path) -> None:
+    """Eight processes that need the key at the same instant, on a data folder that has none,
+    all read one key (the first link wins; the others read it), and leave no temporary file."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    data = tmp_path / "data"
+    data.mkdir()
+    keys: list[str] = []
+    for _ in range(5):  # five races, each on a fresh folder
+        (data / "secret_key").unlink(missing_ok=True)
+        barrier, out = context.Barrier(8), context.Queue()
+        workers = [
+            context.Process(target=_key_after, args=(barrier, str(data), out)) for _ in range(8)
+        ]
+        for w in workers:
+            w.start()
+        race = [out.get(timeout=60) for _ in workers]
+        for w in workers:
+            w.join(timeout=60)
+            assert w.exitcode == 0
+        assert len(set(race)) == 1 and race[0] == (data / "secret_key").read_text().strip()
+        keys.append(race[0])
+    assert len(set(keys)) == 5  # a fresh key each time: the races really made them
+    assert [p.name for p in data.iterdir()] == ["secret_key"]
