@@ -40,10 +40,17 @@ def stdout(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Stream]:
     yield _Stream(tty=False)
 
 
-@given(st.text())
-def test_escaped_text_prints_as_it_is(text: str) -> None:
-    shown = plain(escape(text))
-    assert shown == consoles._CONTROL.sub("\ufffd", text)
+def _shown(text: str) -> str:
+    """What a terminal is given for ``text``: controls replaced, a tab as a space."""
+    return consoles._CONTROL.sub("\ufffd", text.replace("\t", " "))
+
+
+@given(st.text(), st.text())
+def test_escaped_text_prints_as_it_is_alone_and_beside_markup(first: str, second: str) -> None:
+    assert plain(escape(first)) == _shown(first)
+    # a trailing backslash never escapes what follows (a path "dir\\" before "[/]")
+    assert plain(escape(first) + escape(second)) == _shown(first) + _shown(second)
+    assert parse(f"[bold]{escape(first)}[/]") == ([(_shown(first), "1")] if first else [])
 
 
 @pytest.mark.parametrize(
@@ -164,3 +171,58 @@ def test_a_stream_that_cannot_write_the_boxes_gets_ascii(monkeypatch: pytest.Mon
 def test_a_row_of_the_wrong_length_is_refused() -> None:
     with pytest.raises(ValueError, match="a row of 1 cells in a table of 3"):
         _table("x").add_row("only one")
+
+
+def test_a_stream_s_own_terminal_gives_the_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages on standard error are fitted to its terminal when the output goes to a file."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    main, side = os.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 37, 0, 0))
+    with open(side, "w", closefd=True) as terminal:
+        assert consoles.terminal_columns(terminal) == 37
+        lines = _table("a model with a rather long name indeed").lines(37, styled=False)
+        assert all(width_of(line) <= 37 for line in lines[1:])
+    os.close(main)
+
+
+def test_two_status_lines_share_one_line_and_printing_goes_above(
+    stdout: _Stream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    out = Console(file=stdout)
+    with out.status("scoring") as scoring:
+        with out.status("judging") as judging:
+            scoring.update("scored tal, 3/8 tasks", bar="[green]━━[/]", force=True)
+            judging.update("judging 10/20", force=True)
+            last = stdout.getvalue().rsplit("\r", 1)[-1]
+            assert "scored tal, 3/8 tasks (0 s)" in last and "judging 10/20 (0 s)" in last
+            out.print("a warning")
+            assert "\r\x1b[Ka warning\n\r" in stdout.getvalue()  # above, then redrawn
+        assert "judging" not in stdout.getvalue().rsplit("\r", 1)[-1]  # one left
+    assert stdout.getvalue().endswith("\r\x1b[K")  # the line erased at the end
+
+
+def test_unicode_that_moves_or_hides_text_is_measured_and_shown_safely(stdout: _Stream) -> None:
+    right_to_left = "model\u202eevil"
+    assert "\u202e" not in plain(escape(right_to_left))
+    assert width_of("a\u200bb\u200dc") == 3  # zero-width characters take no column
+    assert plain("tab\there") == "tab here"
+    ascii_stream = _Stream(tty=False, encoding="ascii")
+    Console(file=ascii_stream).print(_table("医疗视频模型"))
+    rows = ascii_stream.getvalue().splitlines()[1:]
+    assert len({len(r) for r in rows}) == 1, rows  # "?" measured as what it is: one column
+
+
+def test_a_narrow_terminal_wraps_at_spaces_before_it_cuts_a_word() -> None:
+    table = Table("label", "value", "95 % interval")
+    table.add_row("completeness", "-1.762", "0.512-0.731")
+    lines = table.lines(44, styled=False)
+    cells = " ".join(lines).replace("│", " ").replace("┃", " ").split()
+    assert "-1.762" in cells and "completeness" in cells, lines
+    assert all(width_of(line) <= 44 for line in lines)

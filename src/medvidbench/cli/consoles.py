@@ -3,10 +3,12 @@ asked.
 
 Text is written with a markup of a few tags, ``[bold]``, ``[dim]``, ``[italic]``,
 ``[underline]`` and the colours ``red``, ``green``, ``yellow``, ``blue``, ``magenta`` and
-``cyan`` (combined as ``[bold red]``), each closed by ``[/]``; :func:`escape` makes any text
-print as it is. Brackets that are not such a tag print as they are, and control characters in
-the text (an escape sequence inside a model name a server returned, say) print as ``�``, so
-nothing a command prints can move the cursor or retitle the terminal.
+``cyan`` (combined as ``[bold red]``), each closed by ``[/]``; ``[]`` is an empty tag (it
+prints nothing). :func:`escape` makes any text print as it is, alone or beside other markup.
+Brackets that are not such a tag print as they are. Control characters in the text (an escape
+sequence inside a model name a server returned, say) and the bidirectional controls print as
+``�``, and a tab as a space, so that nothing a command prints can move the cursor, retitle the
+terminal or make a row read in another order than it was written.
 
 Styled output (colour, bold) goes to a terminal, or anywhere with ``FORCE_COLOR`` set; plain
 output, with ``--no-color`` or ``NO_COLOR`` set to any non-empty value (or ``TERM=dumb``), has
@@ -21,6 +23,7 @@ Rich, whose import and first table cost about 40 ms of every command (a sixth of
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -46,8 +49,9 @@ STYLES = {
     "cyan": "36",
 }
 _TAG = re.compile(r"(\\*)\[(/?)([a-z ]*)\]")
-# C0 controls but tab and newline, DEL and C1 controls: what could drive the terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but newline, DEL and C1 controls (what could drive the terminal), and the
+# bidirectional controls (what could make a row read in another order than it is written).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 Span = tuple[str, str]  # text, and the SGR codes it is written with ("" for none)
 
@@ -68,15 +72,19 @@ def use_plain_output() -> None:
 
 
 def escape(text: str) -> str:
-    """``text`` as markup that prints it as it is (its brackets and backslashes included).
+    """``text`` as markup that prints it as it is (its brackets and backslashes included),
+    alone or followed by more markup: a run of backslashes at its end is doubled and closed by
+    the empty tag ``[]``, so that it cannot escape a tag after it.
 
     Examples:
         >>> escape("[bold] C:\\\\[x]")
         '\\\\[bold] C:\\\\\\\\\\\\[x]'
-        >>> plain(escape("[bold] C:\\\\[x]"))
-        '[bold] C:\\\\[x]'
+        >>> plain(escape("[bold] C:\\\\[x]")), plain("[bold]" + escape("dir\\\\") + "[/]")
+        ('[bold] C:\\\\[x]', 'dir\\\\')
     """
-    return _TAG.sub(lambda m: m.group(1) * 2 + "\\" + m.group(0)[len(m.group(1)) :], text)
+    out = _TAG.sub(lambda m: m.group(1) * 2 + "\\" + m.group(0)[len(m.group(1)) :], text)
+    trailing = len(out) - len(out.rstrip("\\"))
+    return out + "\\" * trailing + "[]" if trailing else out
 
 
 def parse(markup: str) -> list[Span]:
@@ -92,7 +100,7 @@ def parse(markup: str) -> list[Span]:
     text: list[str] = []
 
     def flush() -> None:
-        run = _CONTROL.sub("\ufffd", "".join(text))
+        run = _CONTROL.sub("\ufffd", "".join(text).replace("\t", " "))
         if run:
             codes = ";".join(stack)
             if spans and spans[-1][1] == codes:
@@ -115,6 +123,8 @@ def parse(markup: str) -> list[Span]:
         elif not closing and names and all(n in STYLES for n in names):
             flush()
             stack.append(";".join(STYLES[n] for n in names))
+        elif not closing and not words:
+            pass  # the empty tag: ends a run of backslashes (see escape)
         else:
             text.append(tag)
     text.append(markup[at:])
@@ -135,7 +145,11 @@ def width_of(text: str) -> int:
     import unicodedata
 
     return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        0
+        if unicodedata.combining(c) or unicodedata.category(c) == "Cf"  # a joiner, a soft hyphen
+        else 2
+        if unicodedata.east_asian_width(c) in "WF"
+        else 1
         for c in text
     )
 
@@ -212,6 +226,7 @@ class Console:
         self.stderr = stderr
         self.soft_wrap = soft_wrap
         self._file = file
+        self._live: list[Status] = []  # the status lines shown, on one line, in opening order
 
     @property
     def file(self) -> TextIO:
@@ -234,49 +249,67 @@ class Console:
     @property
     def width(self) -> int | None:
         """Columns to fit on a terminal; None (no limit) in a pipe or a file."""
-        return terminal_columns() if self.is_terminal else None
+        return terminal_columns(self.file) if self.is_terminal else None
+
+    @property
+    def encoding(self) -> str | None:
+        """The stream's encoding when it is not UTF-8 (what it cannot write is written ``?``,
+        and measured so); None for UTF-8."""
+        encoding = getattr(self.file, "encoding", None) or "utf-8"
+        unicode = encoding.lower().replace("-", "").replace("_", "").startswith("utf")
+        return None if unicode else encoding
 
     def print(
         self, *objects: str | Table, soft_wrap: bool | None = None, highlight: bool = False
     ) -> None:
-        """Write strings of markup (joined by spaces) and tables, each on lines of its own.
+        """Write strings of markup (joined by spaces) and tables, each on lines of its own (no
+        object: an empty line).
 
         ``highlight`` is accepted for callers written for Rich: nothing is highlighted.
         """
         from medvidbench.cli.tables import Table
 
-        styled, width = self.styled, self.width
+        styled, width, encoding = self.styled, self.width, self.encoding
         wrap_at = None if (self.soft_wrap if soft_wrap is None else soft_wrap) else width
-        lines: list[str] = []
+        lines: list[str] = [] if objects else [""]
         words: list[str] = []
         for obj in (*objects, None):
             if obj is not None and not isinstance(obj, Table):
                 words.append(str(obj))
                 continue
             if words:
-                lines += [render(line, styled) for line in wrap(parse(" ".join(words)), wrap_at)]
+                spans = writable(parse(" ".join(words)), encoding)
+                lines += [render(line, styled) for line in wrap(spans, wrap_at)]
                 words = []
             if obj is not None:
-                lines += obj.lines(width, styled, ascii_only=not self._unicode)
+                lines += obj.lines(width, styled, encoding)
         self._write("".join(line + "\n" for line in lines))
 
-    @property
-    def _unicode(self) -> bool:
-        encoding = getattr(self.file, "encoding", None) or "utf-8"
-        return encoding.lower().replace("-", "").replace("_", "").startswith("utf")
-
     def _write(self, text: str) -> None:
-        stream = self.file
-        if not self._unicode:  # what the stream cannot encode is written as "?"
-            encoding = stream.encoding
-            text = text.encode(encoding, "replace").decode(encoding)
-        stream.write(text)
-        stream.flush()
+        live = bool(self._live) and self.styled
+        if live:  # a line printed while status lines show: above them, which are drawn again
+            text = "\r\x1b[K" + text
+        self.file.write(text)
+        if live:
+            self._redraw()
+        self.file.flush()
+
+    def _redraw(self) -> None:
+        """The status lines, on one line, cut to the terminal's width."""
+        now = time.monotonic()
+        line = " · ".join(s.text(now) for s in self._live)
+        width = (self.width or 80) - 1  # the last column would wrap on some terminals
+        spans = writable(parse(line.replace("\n", " ")), self.encoding)
+        whole = "".join(t for t, _ in spans)
+        shown = _slice(spans, *next(_fit(whole, 0, len(whole), width)))  # its first line
+        self.file.write("\r" + render(shown, True) + "\x1b[K")
+        self.file.flush()
 
     @contextmanager
     def status(self, text: str) -> Iterator[Status]:
         """A line that says what is going on, rewritten in place on a terminal and removed at
-        the end; nothing at all in plain output, in a pipe or in a file."""
+        the end (beside any other open status line); nothing at all in plain output, in a pipe
+        or in a file."""
         live = Status(self, text)
         try:
             yield live
@@ -285,49 +318,72 @@ class Console:
 
 
 class Status:
-    """The live line of :meth:`Console.status`: :meth:`update` rewrites it, at most ten times
-    a second, with the seconds it has been up."""
+    """A live line of :meth:`Console.status`: :meth:`update` rewrites it (at most ten times a
+    second), with the seconds it has been up, and ``bar`` after them (cut first on a narrow
+    terminal)."""
 
     def __init__(self, console: Console, text: str) -> None:
         self._console = console
         self._on = console.styled
         self._started = self._shown = time.monotonic()
-        self._text = ""
+        self._text, self._bar = text, ""
+        if self._on:
+            console._live.append(self)
         self.update(text, force=True)
 
-    def update(self, text: str, *, force: bool = False) -> None:
-        self._text = text
+    def text(self, now: float) -> str:
+        shown = f"{self._text} ({now - self._started:.0f} s)"
+        return f"{shown} {self._bar}" if self._bar else shown
+
+    def update(self, text: str, *, bar: str = "", force: bool = False) -> None:
+        self._text, self._bar = text, bar
         now = time.monotonic()
         if not self._on or (not force and now - self._shown < 0.1):
             return
         self._shown = now
-        line = f"{text} ({now - self._started:.0f} s)"
-        width = (self._console.width or 80) - 1  # the last column would wrap on some terminals
-        spans = parse(line.replace("\n", " "))
-        whole = "".join(t for t, _ in spans)
-        shown = _slice(spans, *next(_fit(whole, 0, len(whole), width)))  # its first line
-        self._console._write("\r" + render(shown, True) + "\x1b[K")
+        self._console._redraw()
 
     def close(self) -> None:
-        if self._on:
-            self._console._write("\r\x1b[K")
-            self._on = False
+        if not self._on:
+            return
+        self._on = False
+        console = self._console
+        console._live.remove(self)
+        if console._live:
+            console._redraw()
+        else:
+            console.file.write("\r\x1b[K")
+            console.file.flush()
 
 
-def terminal_columns() -> int:
-    """The terminal's width: ``COLUMNS`` when set, else what standard output's terminal says,
-    else 80 (as :func:`shutil.get_terminal_size`, whose module would import three compressors
-    on every command's path)."""
+def writable(spans: list[Span], encoding: str | None) -> list[Span]:
+    """Spans as a stream of ``encoding`` writes them (what it cannot encode as ``?``), so that
+    they are measured as they will show; unchanged for UTF-8 (``None``)."""
+    if encoding is None:
+        return spans
+    return [(t.encode(encoding, "replace").decode(encoding), c) for t, c in spans]
+
+
+def terminal_columns(stream: TextIO | None = None) -> int:
+    """The terminal's width: ``COLUMNS`` when set, else what the terminal of ``stream`` says
+    (then standard output, error and input: a command whose output goes to a file still
+    draws its messages for the terminal), else 80 (as :func:`shutil.get_terminal_size` but
+    for the stream written to; shutil would import three compressors on every command's
+    path)."""
     try:
         columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
         columns = 0
     if columns > 0:
         return columns
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
+    for candidate in (stream, sys.__stdout__, sys.__stderr__, sys.__stdin__):
+        try:
+            size = os.get_terminal_size(candidate.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+            continue
+        if size.columns > 0:
+            return size.columns
+    return 80
 
 
 def console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:

@@ -10,16 +10,17 @@
     └─────────────┴─────────┘
 
 Headers and cells are markup (:mod:`medvidbench.cli.consoles`). On a terminal narrower than a
-table, its widest columns are narrowed and their cells wrapped at spaces; in a pipe or a file a
-table keeps its natural width. A stream that cannot write the box characters (not UTF-8) gets
-``+``, ``-`` and ``|``.
+table, the columns with most to spare are narrowed and their cells wrapped at spaces, down to
+their longest word before any word is cut; in a pipe or a file a table keeps its natural width.
+A stream that cannot write the box characters (not UTF-8) gets ``+``, ``-`` and ``|``, and
+``?`` for what else it cannot write.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from medvidbench.cli.consoles import Span, parse, render, width_of, wrap
+from medvidbench.cli.consoles import Span, parse, render, width_of, wrap, writable
 
 Justify = Literal["left", "right", "center"]
 
@@ -63,19 +64,24 @@ class Table:
             raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.headers)}")
         self.rows.append(list(cells))
 
-    def lines(self, width: int | None, styled: bool, ascii_only: bool = False) -> list[str]:
-        """The table's lines, fitted to ``width`` columns when it is given."""
-        box = _ASCII if ascii_only else _BOX
-        head = [[(t, "1;" + c if c else "1") for t, c in parse(h)] for h in self.headers]
-        body = [[parse(cell) for cell in row] for row in self.rows]
-        widths = [
-            max(_longest(cells) for cells in column) for column in zip(head, *body, strict=True)
+    def lines(self, width: int | None, styled: bool, encoding: str | None = None) -> list[str]:
+        """The table's lines, fitted to ``width`` columns when it is given; for a stream of
+        another ``encoding`` than UTF-8, with ASCII boxes and what it cannot write as ``?``."""
+        box = _ASCII if encoding is not None else _BOX
+        head = [
+            [(t, "1;" + c if c else "1") for t, c in writable(parse(h), encoding)]
+            for h in self.headers
         ]
+        body = [[writable(parse(cell), encoding) for cell in row] for row in self.rows]
+        columns = list(zip(head, *body, strict=True))
+        widths = [max(_longest(cells) for cells in column) for column in columns]
         if width is not None:
-            _narrow(widths, [_longest(h) for h in head], width)
+            words = [max(_longest_word(cells) for cells in column) for column in columns]
+            _narrow(widths, words, width)  # wrapped at spaces, no word cut, if that is enough
+            _narrow(widths, [min(_NARROWEST, _longest(h)) or 1 for h in head], width)
         out = []
         if self.title is not None:
-            title = [(t, "3;" + c if c else "3") for t, c in parse(self.title)]
+            title = [(t, "3;" + c if c else "3") for t, c in writable(parse(self.title), encoding)]
             out += [render(line, styled) for line in wrap(title, width)]
         out.append(_rule(box[0], widths))
         out += self._row(head, widths, box[1], styled)
@@ -108,10 +114,13 @@ def _rule(box: str, widths: list[int]) -> str:
     return box[0] + box[2].join(box[1] * (w + 2) for w in widths) + box[3]
 
 
-def _narrow(widths: list[int], headers: list[int], width: int) -> None:
-    """Narrow the widest columns, one column at a time, until the table fits ``width`` (or
-    every column is as narrow as it may be)."""
-    floor = [min(_NARROWEST, h) if h else 1 for h in headers]
+def _longest_word(spans: list[Span]) -> int:
+    return max((width_of(w) for w in "".join(t for t, _ in spans).split()), default=1)
+
+
+def _narrow(widths: list[int], floor: list[int], width: int) -> None:
+    """Narrow the columns that have most to spare above their ``floor``, one column at a time,
+    until the table fits ``width`` (or every column is down to its floor)."""
     over = sum(widths) + 3 * len(widths) + 1 - width
     while over > 0:
         i = max(range(len(widths)), key=lambda k: (widths[k] - floor[k], k))

@@ -194,7 +194,7 @@ def progress_bar(console: Console, enabled: bool) -> Iterator[Callable[[str, int
     with console.status("scoring") as line:
 
         def advance(task: str, done: int, total: int) -> None:
-            line.update(f"scored {escape(task)} {_bar(done, total)} {done}/{total} tasks")
+            line.update(f"scored {escape(task)}, {done}/{total} tasks", bar=_bar(done, total))
 
         yield advance
 
@@ -206,7 +206,7 @@ def count_bar(console: Console, label: str, enabled: bool) -> Iterator[Callable[
         yield lambda done, total: None
         return
     with console.status(label) as line:
-        yield lambda done, total: line.update(f"{label} {_bar(done, total)} {done:,}/{total:,}")
+        yield lambda done, total: line.update(f"{label} {done:,}/{total:,}", bar=_bar(done, total))
 
 
 def _bar(done: int, total: int, width: int = 30) -> str:
