@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from medvidbench.benchmarks.medframeqa.testset import Question, QuestionSet
+    from medvidbench.core.rewards import RewardSpec
     from medvidbench.core.scoring import TaskScorer
     from medvidbench.core.submission import MatchedSubmission
 
@@ -187,6 +188,12 @@ def _synthesise(out_dir: Path, samples: int | None, seed: int) -> dict[str, Path
     return write_synthetic(out_dir, samples, seed)
 
 
+def _rewards() -> RewardSpec[Question]:
+    from medvidbench.benchmarks.medframeqa.rewards import spec
+
+    return spec()
+
+
 # The test set's reader and matcher, typed with its own test-set class (mypy checks the pair).
 TESTSET: TestSetFunctions[QuestionSet] = TestSetFunctions(
     load=_load, match=_match, kept_as=_kept_as
@@ -211,6 +218,7 @@ BENCHMARK: Benchmark[Question] = Benchmark(
         "frames": frame_count,
     },
     demo=DemoData(synthesise=_synthesise, archetypes=ARCHETYPES),
+    rewards=_rewards,
     uncertainty=Uncertainty(
         cluster_of=video,
         cluster_rule="questions about one source video together (video_id)",
