@@ -65,7 +65,10 @@ def prepare(
     ] = None,
     media_dir: Annotated[
         Path | None,
-        Option(help="Folder that relative video, frame and image paths start from."),
+        Option(
+            help="Folder that relative video, frame and image paths start from (verl rows: "
+            "their images and videos)."
+        ),
     ] = None,
     benchmark: BenchmarkSlug = None,
 ) -> None:
@@ -82,6 +85,11 @@ def prepare(
     wanted = {t.strip() for t in tasks.split(",") if t.strip()} if tasks else None
     if out.suffix not in (".jsonl", ".parquet"):
         raise UsageError(f"--out must name a .jsonl or .parquet file; got {out.name!r}")
+    if media_dir is not None and style != "verl":
+        raise UsageError(
+            "--media-dir applies to --style verl (the images and videos columns verl loads); "
+            "TRL rows name the media as the training file does, for your data loader"
+        )
     output_file(out)
     count = write_rows(training_rows(bench, data, style, wanted, media_dir), out)
     print(f"{count} rows written to {out}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from medvidbench.core.errors import UsageError
 from medvidbench.core.rewards import JUDGE, SCORE, SIMILARITY
-from medvidbench.rewards import Rewarder, Rewards
+from medvidbench.rewards import Rewarder, RewardInputError, Rewards
 
 TERMS = (SCORE, SIMILARITY, JUDGE)
 KEYS = (
@@ -111,8 +111,20 @@ def compute_score(
     judge: str = "none",
     options: Mapping[str, Any] | str | None = None,
 ) -> dict[str, float]:
-    """One response's reward (verl's ``naive`` reward manager calls it once per response)."""
-    out = _get(stats, k, judge, options).score([solution_str], [ground_truth])
+    """One response's reward (verl's ``naive`` reward manager calls it once per response).
+
+    Raises:
+        RewardInputError: naming the row by its ``extra_info`` index and id when it has them
+            (verl passes one row at a time, so the message's ``[0]`` is no help alone).
+    """
+    try:
+        out = _get(stats, k, judge, options).score([solution_str], [ground_truth])
+    except RewardInputError as exc:
+        info = extra_info if isinstance(extra_info, Mapping) else {}
+        named = [f"{key} {info[key]!r}" for key in ("index", "id") if key in info]
+        if not named:
+            raise
+        raise RewardInputError(f"row {', '.join(named)}: {exc}") from None
     return _row(out, 0)
 
 

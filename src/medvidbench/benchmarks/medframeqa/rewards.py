@@ -4,7 +4,8 @@ The raw reward of a completion is 1 when the official parser reads the key lette
 otherwise (no letter read, another letter), under the ``official`` profile, the board's: a
 model is rewarded for answers in the format the board reads, and the mean raw reward over the
 test questions is the board's accuracy. Gated by format (a letter was read), so that however
-hard a question's organ system, an unreadable answer earns nothing after normalisation. A
+hard a question's organ system, an unreadable answer earns nothing after normalisation; an
+answer longer than the board accepts (it refuses such a file) earns nothing either. A
 training row's ground truth is the question (``encode``/``decode``); its prompt is what the
 official inference sends (the instruction, then the question and its lettered options), with
 the question's frames as images.
@@ -12,15 +13,17 @@ the question's frames as images.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from medvidbench.benchmarks.medframeqa.testset import LETTERS, TASK, Question
 from medvidbench.core.rewards import RewardSpec, TaskReward
 from medvidbench.core.scoring import SampleResult
+from medvidbench.core.submission import MAX_ANSWER_CHARS
 
 # The official inference's instruction to models other than Gemini and QVQ (its
 # config/prompt.yaml, eval_system_prompt, at commit e83fbe3), as it is: typographic quotes and
@@ -71,11 +74,13 @@ def decode(data: Mapping[str, Any]) -> tuple[Question, dict[str, Any]]:
         raise ValueError(str(exc)) from None
     if not 2 <= len(rec.options) <= len(LETTERS):
         raise ValueError(f"options must hold 2 to {len(LETTERS)} texts; got {len(rec.options)}")
+    if not all(o.strip() for o in rec.options):  # as the test-set loader: an empty option
+        raise ValueError("options must be non-empty texts")  # would match every long answer
     letters = LETTERS[: len(rec.options)]
     if len(rec.answer) != 1 or rec.answer not in letters:
         raise ValueError(f"answer must be one of the option letters {letters}; got {rec.answer!r}")
-    if not 1 <= len(rec.frames) <= 5:
-        raise ValueError(f"frames must name 1 to 5 images; got {len(rec.frames)}")
+    if not 1 <= len(rec.frames) <= 5 or not all(f.strip() for f in rec.frames):
+        raise ValueError(f"frames must name 1 to 5 images; got {rec.frames!r:.200}")
     item = Question(
         0,
         rec.id,
@@ -110,7 +115,7 @@ def question_text(item: Question) -> str:
 
 def prompt(item: Question) -> dict[str, Any]:
     return {
-        "question": f"{INSTRUCTION}\n\n{question_text(item)}".rstrip("\n"),
+        "question": f"{INSTRUCTION}\n\n{question_text(item)}",
         "media": {"images": list(item.frames)},
     }
 
@@ -124,6 +129,13 @@ def _correct(r: SampleResult) -> float:
     return float((r.values or {}).get("accuracy", 0.0))
 
 
+def _within_length(
+    items: Sequence[Question], texts: Sequence[str], options: Mapping[str, Any]
+) -> np.ndarray:
+    """0 for an answer longer than the board accepts (it refuses the file), else 1."""
+    return np.array([float(len(t) <= MAX_ANSWER_CHARS) for t in texts])
+
+
 @cache
 def spec() -> RewardSpec[Question]:
     return RewardSpec(
@@ -135,6 +147,7 @@ def spec() -> RewardSpec[Question]:
                 gated=True,
                 about="1 when the official parser reads the key letter, else 0",
                 mean_of=("accuracy",),
+                guard=_within_length,
             )
         },
         encode_item=encode,
