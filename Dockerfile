@@ -37,4 +37,4 @@ EXPOSE 8000
 # migrated and reachable, queue reachable), and turns the check off for the worker and migrate.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/v1/health/live', timeout=4).status != 200)"]
-CMD ["uvicorn", "--factory", "medvidbench.server.web.asgi:app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers"]
+CMD ["uvicorn", "--factory", "medvidbench.server.web.asgi:app", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--no-access-log"]
