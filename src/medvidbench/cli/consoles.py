@@ -138,8 +138,8 @@ def plain(markup: str) -> str:
 
 
 def width_of(text: str) -> int:
-    """Columns a string takes on a terminal (East Asian wide characters two, combining marks
-    none)."""
+    """Columns a string takes on a terminal (East Asian wide characters two; combining marks
+    and format characters, such as a zero-width joiner, none)."""
     if text.isascii():
         return len(text)
     import unicodedata
