@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from medvidbench.benchmarks.medframeqa.testset import LETTERS, TASK, Question
+from medvidbench.benchmarks.medframeqa.testset import FRAME_FIELDS, LETTERS, TASK, Question
 from medvidbench.core.rewards import RewardSpec, TaskReward
 from medvidbench.core.scoring import SampleResult
 from medvidbench.core.submission import MAX_ANSWER_CHARS
@@ -79,8 +79,9 @@ def decode(data: Mapping[str, Any]) -> tuple[Question, dict[str, Any]]:
     letters = LETTERS[: len(rec.options)]
     if len(rec.answer) != 1 or rec.answer not in letters:
         raise ValueError(f"answer must be one of the option letters {letters}; got {rec.answer!r}")
-    if not 1 <= len(rec.frames) <= 5 or not all(f.strip() for f in rec.frames):
-        raise ValueError(f"frames must name 1 to 5 images; got {rec.frames!r:.200}")
+    most = len(FRAME_FIELDS)  # the test set's image_1 ... image_5
+    if not 1 <= len(rec.frames) <= most or not all(f.strip() for f in rec.frames):
+        raise ValueError(f"frames must name 1 to {most} images; got {rec.frames!r:.200}")
     item = Question(
         0,
         rec.id,
