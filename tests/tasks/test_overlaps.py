@@ -1,7 +1,8 @@
 """The overlap arithmetic written out for speed gives, bit for bit, the formulas as written.
 
-``tal.iou`` and ``dvc.f1`` replace min/max calls by comparisons and find each segment's best
-overlap once for all thresholds; here the formulas are written plainly (as metrics.md states
+``tal.iou``, ``stg.box_iou`` and ``dvc.f1`` replace min/max calls by comparisons and find each segment's best
+overlap once for all thresholds (``dvc.f1`` counts the bests over each threshold by bisecting
+them sorted); here the formulas are written plainly (as metrics.md states
 them) and compared on random segments: floats and whole frames, touching, nested, empty and
 reversed segments, repeated times and infinite ones.
 """
@@ -12,7 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from medvidbench.benchmarks.medvidbench.tasks import dvc, tal
+from medvidbench.benchmarks.medvidbench.tasks import dvc, stg, tal
 
 Segment = tuple[float, float]
 
@@ -105,3 +106,29 @@ def test_dvc_f1_is_the_formula() -> None:
         assert _same(dvc.f1(gt, pred), expected), (gt, pred)
         checked += 1
     assert checked > 3000
+
+
+def plain_box_iou(a: list[float], b: list[float]) -> float:
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / max(union, 1e-6)
+
+
+def test_stg_box_iou_is_the_formula() -> None:
+    """Boxes that overlap, touch, nest, lie apart, are empty or reversed, in whole pixels and
+    fractions, with signed zeros, infinities and NaN."""
+    rng = random.Random(13)
+    odd = [0.0, -0.0, 1e-7, math.inf, -math.inf, math.nan, 5.0, 100.0]
+
+    def box() -> list[float]:
+        x0, y0 = rng.choice([rng.randint(0, 50), rng.uniform(0, 50)]), rng.uniform(0, 50)
+        out = [x0, y0, x0 + rng.uniform(-10, 40), y0 + rng.choice([0, rng.uniform(-10, 40)])]
+        if rng.random() < 0.15:
+            out[rng.randrange(4)] = rng.choice(odd)
+        return out
+
+    for _ in range(40_000):
+        a, b = box(), box()
+        assert _same(stg.box_iou(a, b), plain_box_iou(a, b)), (a, b)

@@ -148,12 +148,18 @@ def truth(struc: Any) -> dict[str, Box]:
 
 
 def box_iou(a: Box, b: Box) -> float:
-    """Plain xyxy IoU with the union clipped at 1e-6 (upstream's form)."""
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / max(union, 1e-6)
+    """Plain xyxy IoU with the union clipped at 1e-6 (upstream's form):
+    ``iw = max(0, min(ax1, bx1) - max(ax0, bx0))``, ``ih`` likewise, ``inter = iw * ih``,
+    ``inter / max(area a + area b - inter, 1e-6)``. Written with comparisons in place of min
+    and max, each picking the operand the builtin picks (NaN included), so the value is the
+    same to the last bit (tests/tasks/test_overlaps.py)."""
+    a0, a1, a2, a3 = a
+    b0, b1, b2, b3 = b
+    iw = (b2 if b2 < a2 else a2) - (b0 if b0 > a0 else a0)
+    ih = (b3 if b3 < a3 else a3) - (b1 if b1 > a1 else a1)
+    inter = (iw if iw > 0.0 else 0.0) * (ih if ih > 0.0 else 0.0)
+    union = (a2 - a0) * (a3 - a1) + (b2 - b0) * (b3 - b1) - inter
+    return inter / (1e-6 if union < 1e-6 else union)
 
 
 def score(gt: dict[str, Box], pred: dict[str, Box], strict: bool = False) -> float:
