@@ -20,7 +20,7 @@ import pytest
 from medvidbench.benchmarks.medsg import scoring as medsg
 from medvidbench.benchmarks.medvidbench.tasks import dvc, sa, stg, tal
 from medvidbench.core import linear_re
-from medvidbench.core.linear_re import LinearPattern, UnsupportedPattern, program
+from medvidbench.core.linear_re import LinearPattern, Sections, UnsupportedPattern, program
 
 PARSER_MODULES = (medsg, tal, dvc, stg, sa)
 ALPHABET = "0123456789 ,.-:/()[]\n\t5sto SECONDS seconds to ١٢ſK\u2212\u3000，（）*–"
@@ -32,12 +32,20 @@ def _parser_patterns() -> list[tuple[str, LinearPattern]]:
         for name, value in vars(module).items():
             values = value if isinstance(value, tuple) else (value,)
             found += [
-                (f"{module.__name__}.{name}", p) for p in values if isinstance(p, LinearPattern)
+                (f"{module.__name__}.{name}", p.whole if isinstance(p, Sections) else p)
+                for p in values
+                if isinstance(p, LinearPattern | Sections)
             ]
     return found
 
 
 PATTERNS = _parser_patterns()
+SECTIONS = [
+    (f"{module.__name__}.{name}", value)
+    for module in PARSER_MODULES
+    for name, value in vars(module).items()
+    if isinstance(value, Sections)
+]
 
 
 def _one_character(pattern: re.Pattern[str]) -> bool:
@@ -176,6 +184,74 @@ def test_run_ends_found_on_demand_match_the_one_pass_table(order: str) -> None:
 def test_the_strong_parser_still_splits_numbers_as_the_official_script() -> None:
     assert medsg.parse_strong("[161, 346, 187,") == [161.0, 34.0, 6.0, 187.0]
     assert medsg.parse_strong("(12,34)" + "5" * 300 + ",6") == [12.0, 34.0, float("5" * 300), 6.0]
+
+
+# --- sections: a header and its text, up to the next terminator (linear_re.Sections) ------------
+
+
+def test_sections_of_the_parsers_find_what_re_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a budget a Sections pattern is read a header and a terminator at a time; it finds
+    what ``re`` finds for the whole pattern, on texts made of the pieces its headers and
+    terminators are made of (events on one line, on several, bullets, captions spanning lines,
+    terminators without the header's space)."""
+    monkeypatch.setattr(linear_re.budget, "BASE", 1.0)  # no timeout on a loaded machine
+    pieces = ["0", "1", "12", "3.5", ".", "-", "–", " ", "\t", "\n", "\n\n", ":", "a", "b c"]
+    pieces += ["seconds", "second", "1.0-2.5 seconds: ", "\n3-4 seconds:", "\n5-6.5 second:x"]
+    rng = random.Random(23)
+    assert SECTIONS
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        for name, sections in SECTIONS:
+            reference = re.compile(sections.whole.pattern, sections.whole.flags)
+            for _ in range(5000):
+                text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 16)))
+                assert sections.findall(text) == reference.findall(text), (name, text)
+        assert budget.timeouts == 0 and budget.tried == 5000 * len(SECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("head", "term", "flags"),
+    [
+        (r"x", r";", 0),  # no group in the head: findall gives the texts alone
+        (r"(a)(b)?:", r"\n[ab]", re.IGNORECASE),  # a group that takes no part: ""
+        (r"\d+:", r"\d+:", 0),  # every terminator is the next header
+        (r"(\w+)\s*=", r"[;\n]", 0),
+    ],
+)
+def test_sections_of_any_head_and_terminator_find_what_re_finds(
+    head: str, term: str, flags: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(linear_re.budget, "BASE", 1.0)
+    sections = Sections(head, term, flags)
+    reference = re.compile(f"{head}(.*?)(?={term}|\\Z)", flags | re.DOTALL)
+    rng = random.Random(5)
+    texts = [
+        "".join(rng.choice("ab;x:12\nAB =") for _ in range(rng.randint(0, 20))) for _ in range(3000)
+    ]
+    expected = [reference.findall(t) for t in texts]
+    assert [sections.findall(t) for t in texts] == expected  # the engine, outside a block
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        assert [sections.findall(t) for t in texts] == expected  # re, a header at a time
+        assert budget.timeouts == 0
+    assert [bool(sections.search(t)) for t in texts] == [bool(e) for e in expected]
+
+
+def test_a_terminator_with_groups_is_refused() -> None:
+    with pytest.raises(UnsupportedPattern, match="terminator"):
+        Sections("a", "(b)")
+
+
+def test_a_hostile_answer_to_sections_runs_out_of_time_and_the_engine_finishes_it() -> None:
+    """A run of digits makes ``re``'s search for a header quadratic; inside a budget the call
+    is stopped and the engine answers, as it does outside one."""
+    text = "1" * 20_000 + " then 0.0-1.0 seconds: a cut"
+    expected = dvc._V1_EVENT.findall(text)
+    assert expected == [("0.0", "1.0", "a cut")]
+    with linear_re.budgeted() as budget:
+        assert budget is not None
+        assert dvc._V1_EVENT.findall(text) == expected
+        assert budget.timeouts == 1
 
 
 # --- re first, under a time budget (linear_re.budget) ------------------------------------------

@@ -23,6 +23,9 @@ runs Python's ``re`` itself under a time budget, and falls back to the engine on
 out (:mod:`~medvidbench.core.linear_re.budget`): the same results, the same linear bound up to
 a few budgets, and ``re``'s speed on ordinary answers.
 
+:class:`Sections` reads a header and the text after it up to a terminator (an answer's events)
+with the same results, a header and a terminator at a time where ``re`` answers.
+
 Supported: literals and classes, ``.``, groups (capturing or not), alternation, greedy and lazy
 repetition (bounded or not), the anchors ``^ $ \\A \\Z \\b \\B``, one-character
 lookarounds (``(?!\\d)``, ``(?<![\\w.])``) and a lookahead that ends the pattern. Anything else
@@ -70,7 +73,14 @@ from medvidbench.core.linear_re.program import (
     words,
 )
 
-__all__ = ["LinearMatch", "LinearPattern", "UnsupportedPattern", "budgeted", "compile"]
+__all__ = [
+    "LinearMatch",
+    "LinearPattern",
+    "Sections",
+    "UnsupportedPattern",
+    "budgeted",
+    "compile",
+]
 
 
 class LinearMatch:
@@ -255,6 +265,10 @@ class LinearPattern:
             found = within.attempt(self._re.findall, text)
             if found is not None:
                 return found
+        return self._findall(text)
+
+    def _findall(self, text: str) -> list[Any]:
+        """:meth:`findall` by the engine."""
         out: list[Any] = []
         for slots in self._matches(text):
             match = LinearMatch(text, slots)
@@ -479,3 +493,52 @@ def _at(text: str, pos: int, code: Any) -> bool:
 def compile(pattern: str, flags: int = 0) -> LinearPattern:
     """A :class:`LinearPattern` for ``pattern`` (raises :class:`UnsupportedPattern`)."""
     return LinearPattern(pattern, flags)
+
+
+class Sections:
+    """The pattern ``head(.*?)(?=term|\\Z)`` under ``re.DOTALL``: each match of ``head`` with the
+    text after it, up to the next place ``term`` matches or the end (an answer's events, each a
+    header and its caption).
+
+    :meth:`findall` gives exactly what :meth:`re.Pattern.findall` gives for that pattern
+    (:attr:`whole`). Inside a :func:`budgeted` block it is found by searching ``head``, then
+    ``term`` from the header's end, then ``head`` again from there: ``re`` finds a ``term`` that
+    starts with a literal several times faster than it tries the lookahead at every character of
+    a caption. The two ways agree because the lazy caption always succeeds (at the end of the
+    text at the latest), so ``re`` never goes back into ``head``'s match, the caption ends at the
+    first place the lookahead holds, and the next match is the next ``head`` found from there.
+    When the budget runs out the engine matches :attr:`whole`, in linear time.
+    """
+
+    def __init__(self, head: str, term: str, flags: int = 0) -> None:
+        flags |= re.DOTALL
+        self.whole = LinearPattern(f"{head}(.*?)(?={term}|\\Z)", flags)
+        self._head = re.compile(head, flags)
+        self._term = re.compile(term, flags)
+        if self._term.groups:  # they would be findall's too
+            raise UnsupportedPattern("a terminator with groups")
+
+    def findall(self, text: str) -> list[Any]:
+        """As :meth:`re.Pattern.findall` of :attr:`whole`."""
+        within = budget.active()
+        if within is not None:
+            found = within.attempt(self._re_findall, text)
+            if found is not None:
+                return found
+        return self.whole._findall(text)
+
+    def search(self, text: str) -> LinearMatch | None:
+        """As :meth:`re.Pattern.search` of :attr:`whole`."""
+        return self.whole.search(text)
+
+    def _re_findall(self, text: str) -> list[Any]:
+        """:meth:`findall` by ``re``, a header and its terminator at a time."""
+        out: list[Any] = []
+        pos = 0
+        alone = self._head.groups == 0  # then findall gives the captions alone
+        while (head := self._head.search(text, pos)) is not None:
+            start = head.end()
+            term = self._term.search(text, start)
+            pos = len(text) if term is None else term.start()
+            out.append(text[start:pos] if alone else (*head.groups(""), text[start:pos]))
+        return out

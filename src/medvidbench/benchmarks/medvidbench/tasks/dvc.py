@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -40,9 +41,10 @@ if TYPE_CHECKING:
 Event = tuple[float, float, str]
 THRESHOLDS = (0.3, 0.5, 0.7)
 _NUM = r"(\d+(?:\.\d+)?)"
-_V1_EVENT = linear_re.compile(
-    _NUM + "-" + _NUM + r"\s+seconds?:\s+(.*?)(?=\n\d+(?:\.\d+)?-\d+(?:\.\d+)?\s+seconds?:|\Z)",
-    re.DOTALL,
+# upstream's event pattern, _NUM-_NUM\s+seconds?:\s+(.*?)(?=\n<number>-<number>\s+seconds?:|\Z)
+# under DOTALL, read a header and its caption at a time (the same matches, about 3x sooner)
+_V1_EVENT = linear_re.Sections(
+    _NUM + "-" + _NUM + r"\s+seconds?:\s+", r"\n\d+(?:\.\d+)?-\d+(?:\.\d+)?\s+seconds?:"
 )
 _V1_LINE = linear_re.compile(
     _NUM + r"\s*[-–]\s*" + _NUM + r"\s*seconds?.*?(?:-|\*\*Description:\*\*)\s*(.+)"
@@ -170,10 +172,13 @@ def f1(gt: Sequence[tuple[float, float]], pred: Sequence[tuple[float, float]]) -
             if v > col_best[j]:
                 col_best[j] = v
         row_best[i] = best
+    # How many bests exceed each θ, counted in the sorted bests (none is NaN: see above).
+    row_best.sort()
+    col_best.sort()
     precisions, recalls = [], []
     for theta in THRESHOLDS:
-        precisions.append(sum(v > theta for v in row_best) / max(len(pred), 1))
-        recalls.append(sum(v > theta for v in col_best) / len(gt))
+        precisions.append((len(pred) - bisect_right(row_best, theta)) / max(len(pred), 1))
+        recalls.append((len(gt) - bisect_right(col_best, theta)) / len(gt))
     p, r = sum(precisions) / 3, sum(recalls) / 3
     return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
