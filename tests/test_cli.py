@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -208,19 +209,47 @@ def test_invalid_utf8_is_a_located_error_not_a_traceback(tmp_path: Path) -> None
         assert f"not valid UTF-8: byte 0xff at line 1, column {at + 1}" in proc.stdout + proc.stderr
 
 
+def test_only_a_run_once_command_runs_without_the_garbage_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """evaluate and validate turn the collector off before the command line is imported; a
+    server, a worker or a judging run keeps it (a process that lives on must collect)."""
+    import gc
+
+    import medvidbench.cli.main
+    from medvidbench.cli import launch
+
+    seen: list[bool] = []
+    monkeypatch.setattr(medvidbench.cli.main, "main", lambda: seen.append(gc.isenabled()))
+    try:
+        for argv in (["evaluate", "p.json"], ["validate"], ["serve"], ["worker"], [], ["--help"]):
+            gc.enable()
+            monkeypatch.setattr(sys, "argv", ["medvidbench", *argv])
+            launch.main()
+    finally:
+        gc.enable()
+    assert seen == [False, False, True, True, True, True]
+
+
 def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None:
-    """No judge client, settings, web or database stack, nor scipy, for a plain evaluate."""
+    """No judge client, settings, web or database stack, nor scipy, for a plain evaluate (the
+    second run against a test set, which reads the copy the first kept)."""
     runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
     code = (
         "import sys\n"
-        "from medvidbench.cli.main import main\n"
+        "from medvidbench.core import testset_cache\n"
+        "testset_cache.RACY_NS = 0  # the file was written just now: keep a copy all the same\n"
+        "from medvidbench.cli.launch import main\n"
         f"sys.argv = ['medvidbench', 'evaluate', {str(tmp_path / 'predictions_strong.json')!r},"
         f" '--ground-truth', {str(tmp_path / 'ground_truth.json')!r}, '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    env = {**os.environ, "MEDVIDBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "cache" / "testsets").glob("*.msgpack"))) == 1
     loaded = set(proc.stderr.split())
     unwanted = {
         "openai",

@@ -1,5 +1,5 @@
 """``python -m medvidbench``: the same CLI as the ``medvidbench`` command."""
 
-from medvidbench.cli.main import main
+from medvidbench.cli.launch import main
 
 main()
