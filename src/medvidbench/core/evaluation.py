@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from medvidbench.core import cpu_budget
 from medvidbench.core.benchmark import Benchmark, Profile
@@ -69,8 +70,7 @@ _EXAMPLES = 3
 _EXAMPLE_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+class Options(msgspec.Struct, frozen=True):
     """What an evaluation computes besides the metrics.
 
     Attributes:
@@ -92,8 +92,7 @@ class Options:
     secret_seed: bool = False
 
 
-@dataclass(slots=True)
-class Plan:
+class Plan(msgspec.Struct):
     """What one evaluation scores (the *plan* stage's outcome).
 
     Attributes:
@@ -121,14 +120,13 @@ class Plan:
         return _inputs(task, self.gt, self.matched, self.by_task)
 
 
-@dataclass(slots=True)
-class Scored:
+class Scored(msgspec.Struct):
     """The rule-based stage's outcome: each scored task's result (its per-sample outcomes
     kept) and every selected task's summary."""
 
     results: list[TaskResult]
     per_task: dict[str, dict[str, Any]]
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 def evaluate(

@@ -17,7 +17,6 @@ import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(slots=True)
-class Decoded:
+class Decoded(msgspec.Struct):
     """The outcome of decoding a file: the records (possibly none) and what went wrong.
 
     Attributes:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from medvidbench.core.benchmark import Profile
 from medvidbench.core.judge.parse import JudgeAnswerError
@@ -39,13 +41,12 @@ UNREADABLE = JudgeAnswerError.__name__
 JudgeJob = tuple[JudgedScorer[Any], Sequence[Any], Sequence[Any], Profile]
 
 
-@dataclass(slots=True)
-class Judged:
+class Judged(msgspec.Struct):
     """The judge stage's outcome: each judged task's result and the judge's provenance."""
 
     results: list[TaskResult]
     provenance: dict[str, Any] | None
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 def start_judging(

@@ -32,8 +32,9 @@ provenance; nothing is ever scored from a similarity measure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.rubric import ASPECT_CODES, RUBRIC
@@ -65,21 +66,19 @@ THRESHOLDS = (0.3, 0.5, 0.7)
 LOWEST = 1.0
 
 
-@dataclass(slots=True)
-class Planned:
+class Planned(msgspec.Struct):
     """One sample's judging plan: the pair keys it needs, per threshold for DVC."""
 
     index: int
     dataset: str
-    keys_by_theta: dict[float, list[str]] = field(default_factory=dict)
-    unmatched_by_theta: dict[float, int] = field(default_factory=dict)
+    keys_by_theta: dict[float, list[str]] = msgspec.field(default_factory=dict)
+    unmatched_by_theta: dict[float, int] = msgspec.field(default_factory=dict)
     key: str | None = None
     dropped: bool = False
     empty_answer: bool = False
 
 
-@dataclass(slots=True)
-class CaptionPlan:
+class CaptionPlan(msgspec.Struct):
     task: str
     metric: str
     samples: list[Planned]

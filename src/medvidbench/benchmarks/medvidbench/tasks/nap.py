@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from medvidbench.benchmarks.medvidbench.groundtruth import Sample
 from medvidbench.benchmarks.medvidbench.nap_classes import nap_classes
@@ -69,10 +70,16 @@ def normalize(text: str, strict: bool = False) -> str:
 def nurvid_procedure(question: str, strict: bool = False) -> str | None:
     """The NurViD procedure a question names: v1 the first listed, v2 the longest."""
     q = question.lower()
-    names = [p for p in nap_classes()["NurViD_procedures"] if p.lower() in q]
+    names = [p for p, lowered in _procedures() if lowered in q]
     if not names:
         return None
     return str(max(names, key=len) if strict else names[0])
+
+
+@cache
+def _procedures() -> list[tuple[str, str]]:
+    """The NurViD procedures in the list's order, each with its lower-case form."""
+    return [(p, p.lower()) for p in nap_classes()["NurViD_procedures"]]
 
 
 def group_key(dataset: str, question: str, strict: bool) -> tuple[str, str | None]:
@@ -123,8 +130,7 @@ def prepared_embedder() -> Embedder:
     return embedder
 
 
-@dataclass(frozen=True, slots=True)
-class NAPAnswer:
+class NAPAnswer(msgspec.Struct, frozen=True):
     """One answer read against its item's class list.
 
     Attributes:

@@ -9,12 +9,12 @@ underscore and a variant suffix (``dense_captioning_gpt``). Anything else is unk
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
-class TaskInfo:
+
+class TaskInfo(msgspec.Struct, frozen=True):
     """What the rest of the system needs to know about one task.
 
     Attributes:
