@@ -231,6 +231,40 @@ def test_only_a_run_once_command_runs_without_the_garbage_collector(
     assert seen == [False, False, True, True, True, True]
 
 
+def test_an_evaluate_with_a_judge_turns_the_garbage_collector_back_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each judge call leaves a reference cycle (its retries and futures): a judged run, which
+    can make 100,000 calls, collects them."""
+    import gc
+
+    from medvidbench.cli import offline
+    from medvidbench.core import testset_cache
+
+    runner.invoke(app, ["synth", "--samples", "100", "--out-dir", str(tmp_path)])
+    seen: list[bool] = []
+
+    class Seen(Exception):
+        pass
+
+    def load(*args: object, **kwargs: object) -> None:
+        seen.append(gc.isenabled())
+        raise Seen
+
+    monkeypatch.setattr(testset_cache, "load", load)
+    argv = [str(tmp_path / "predictions_strong.json"), "--ground-truth"]
+    argv.append(str(tmp_path / "ground_truth.json"))
+    try:
+        for judge in (None, object()):
+            monkeypatch.setattr(offline, "judge_for", lambda *a, j=judge: j)
+            gc.disable()
+            result = runner.invoke(app, ["evaluate", *argv])
+            assert isinstance(result.exception, Seen)
+    finally:
+        gc.enable()
+    assert seen == [False, True]
+
+
 def test_a_judge_less_evaluate_imports_only_what_it_uses(tmp_path: Path) -> None:
     """No judge client, settings, web or database stack, nor scipy, for a plain evaluate (the
     second run against a test set, which reads the copy the first kept)."""

@@ -216,6 +216,7 @@ def test_sections_of_the_parsers_find_what_re_finds(monkeypatch: pytest.MonkeyPa
         (r"(a)(b)?:", r"\n[ab]", re.IGNORECASE),  # a group that takes no part: ""
         (r"\d+:", r"\d+:", 0),  # every terminator is the next header
         (r"(\w+)\s*=", r"[;\n]", 0),
+        (r"(?i)(b):", r"\nb:", 0),  # the head's inline flag holds for the terminator too
     ],
 )
 def test_sections_of_any_head_and_terminator_find_what_re_finds(

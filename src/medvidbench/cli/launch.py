@@ -4,8 +4,8 @@ before any module of the command line is imported.
 A command in :data:`RUN_ONCE` reads its files, prints and exits: for it the cyclic garbage
 collector is off from here to the exit. What such a run builds holds no reference cycles worth
 collecting before the process ends, and the collections the imports and the scoring would
-start took about 4 % of a cold ``evaluate`` (docs/performance.md). Every other command (a
-server, a worker, a long judging run) keeps the collector.
+start took about 4 % of a cold ``evaluate`` (docs/performance.md). An ``evaluate`` with a judge
+turns it back on (its calls leave cycles); every other command (a server, a worker) keeps it.
 """
 
 from __future__ import annotations

@@ -224,6 +224,10 @@ def evaluate(
     if out is not None:
         output_file(out)
     llm = judge_for(judge, judge_model, judge_cache, bench)
+    if llm is not None:
+        # cli/launch.py turned the collector off for a short run; a judged one makes a reference
+        # cycle per call (its retries and futures: about 2 KB each) and may make 100,000
+        gc.enable()
     gt = testset_cache.load(bench, ground_truth, limit)
     matched = _validate(bench, predictions, gt, limit)
     # The test set and the predictions live until the process ends and hold no cycles: the

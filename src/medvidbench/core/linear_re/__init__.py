@@ -511,10 +511,10 @@ class Sections:
     """
 
     def __init__(self, head: str, term: str, flags: int = 0) -> None:
-        flags |= re.DOTALL
-        self.whole = LinearPattern(f"{head}(.*?)(?={term}|\\Z)", flags)
-        self._head = re.compile(head, flags)
-        self._term = re.compile(term, flags)
+        self.whole = LinearPattern(f"{head}(.*?)(?={term}|\\Z)", flags | re.DOTALL)
+        # the whole pattern's flags, a leading (?i) of the head's included, for both parts
+        self._head = re.compile(head, self.whole._all_flags)
+        self._term = re.compile(term, self.whole._all_flags)
         if self._term.groups:  # they would be findall's too
             raise UnsupportedPattern("a terminator with groups")
 
