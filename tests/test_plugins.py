@@ -93,6 +93,30 @@ def test_discovery_is_cached_and_the_cache_follows_sys_path(
         benchmarks.discovered()  # a new sys.path entry with packages invalidates the index
 
 
+def test_the_discovery_index_lives_in_the_cache_folder_and_must_be_the_users_own(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written inside MEDVIDBENCH_CACHE_DIR (not beside it, where a shared folder such as /tmp
+    would take it), private; an index others may write is not read."""
+    monkeypatch.setenv("MEDVIDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    benchmarks.forget()
+    first = benchmarks.discovered()
+    index = tmp_path / "cache" / "benchmarks.json"
+    assert index.is_file() and not (tmp_path / "benchmarks.json").exists()
+    assert index.stat().st_mode & 0o777 == 0o600
+    planted = json.loads(index.read_text())
+    planted["benchmarks"] = {slug: "os:path" for slug in planted["benchmarks"]}
+    index.write_text(json.dumps(planted))
+    index.chmod(0o666)  # as a file another user made would be
+    benchmarks.forget()
+    assert benchmarks.discovered() == first  # scanned again, not read
+    index.chmod(0o600)
+    index.write_text(json.dumps(planted))
+    benchmarks.forget()
+    assert benchmarks.discovered() == planted["benchmarks"]  # the user's own index is read
+    benchmarks.forget()
+
+
 def test_offline_evaluation_through_the_library(installed: Path, tmp_path: Path) -> None:
     tally = benchmarks.get("tallybench")
     assert tally.demo is not None

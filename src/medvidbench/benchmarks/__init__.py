@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.errors import UsageError
 from medvidbench.core.paths import cache_dir
@@ -74,7 +75,20 @@ def _scan() -> dict[str, str]:
 
 
 def _index_path() -> Path:
-    return cache_dir().parent / "benchmarks.json"
+    """In the cache folder itself (it was written beside it: with ``MEDVIDBENCH_CACHE_DIR`` set
+    to ``/tmp/mine``, in /tmp, where anyone may create it first)."""
+    return cache_dir() / "benchmarks.json"
+
+
+def _read_index(path: Path) -> Any:
+    """The index file's contents, or None when it is not this user's alone (another user could
+    plant one naming which installed module each benchmark's slug loads)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None
+        return json.loads(fh.read())
 
 
 def discovered() -> dict[str, str]:
@@ -87,8 +101,8 @@ def discovered() -> dict[str, str]:
     path = _index_path()
     if use_cache:
         try:
-            cached = json.loads(path.read_text())
-            if cached.get("key") == key:
+            cached = _read_index(path)
+            if cached is not None and cached.get("key") == key:
                 _found = dict(cached["benchmarks"])
                 return _found
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -98,7 +112,9 @@ def discovered() -> dict[str, str]:
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"key": key, "benchmarks": _found}))
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+            with os.fdopen(os.open(tmp, flags, 0o600), "w") as fh:  # this user's alone
+                fh.write(json.dumps({"key": key, "benchmarks": _found}))
             tmp.replace(path)
         except OSError:
             pass  # a read-only home: discovery just runs again next time
