@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medvidbench.core.errors import UsageError
-from medvidbench.core.paths import cache_dir
+from medvidbench.core.paths import cache_dir, write_atomically
 
 if TYPE_CHECKING:
     from medvidbench.core.benchmark import Benchmark
@@ -110,12 +110,8 @@ def discovered() -> dict[str, str]:
     _found = dict(sorted(_scan().items()))
     if use_cache:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-            with os.fdopen(os.open(tmp, flags, 0o600), "w") as fh:  # this user's alone
-                fh.write(json.dumps({"key": key, "benchmarks": _found}))
-            tmp.replace(path)
+            body = json.dumps({"key": key, "benchmarks": _found}).encode()
+            write_atomically(path, lambda fh: fh.write(body))  # mode 0600: this user's alone
         except OSError:
             pass  # a read-only home: discovery just runs again next time
     return _found
